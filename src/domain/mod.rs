@@ -1,0 +1,4 @@
+//! The decision core. Pure: no I/O, no clocks, no async runtime. It answers one question —
+//! which tools may an agent with these claims see — exactly as `spec/SEMANTICS.md` defines it.
+
+pub mod model;

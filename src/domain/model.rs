@@ -1,0 +1,267 @@
+//! The read model: the five entity kinds an admin manages, exactly as SEMANTICS.md section 1 and
+//! the catalog document of API.md name them.
+//!
+//! These are plain data. Nothing here is validated or compiled: a [`Catalog`] may hold dangling
+//! references or bad patterns until [`crate::domain::validate`] has looked at it, and the compiled
+//! form ([`crate::domain::snapshot::Snapshot`]) is what answers questions. Unknown fields are
+//! rejected on input so that a typo (`claim_matcher`) is an error, not a silently ignored key.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+fn yes() -> bool {
+    true
+}
+
+fn any_pattern() -> String {
+    "*".to_owned()
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// Where tools come from. `type` is kept as text so that an unknown type is a validation error
+/// with a field path (422), not a parse failure (400).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub source_type: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Type-specific settings (a spec URL, an MCP endpoint, a tool-service descriptor…),
+    /// interpreted by the importer of that type.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub config: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+/// The source types SEMANTICS.md section 1 allows.
+pub const SOURCE_TYPES: [&str; 4] = ["manual", "openapi", "mcp", "tool-service"];
+
+/// One operation an agent may call.
+///
+/// `id` defaults to `"{source_id}:{operation_id}"`; [`Catalog::normalize`] fills it in, so code
+/// past normalisation may rely on it being set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    #[serde(default)]
+    pub id: String,
+    pub source_id: String,
+    pub operation_id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub label_ids: Vec<String>,
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub deprecated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_in_states: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why an admin disabled the tool, if one said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+impl Tool {
+    /// The id a tool gets when none is given.
+    pub fn default_id(source_id: &str, operation_id: &str) -> String {
+        format!("{source_id}:{operation_id}")
+    }
+}
+
+/// A free-form marker admins attach to tools; selectors can require labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Label {
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+/// One set of criteria; a tool matches when it meets every criterion (SEMANTICS.md section 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selector {
+    #[serde(default = "any_pattern")]
+    pub source_pattern: String,
+    #[serde(default = "any_pattern")]
+    pub name_pattern: String,
+    /// Absent or `""`: the criterion is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_pattern: Option<String>,
+    /// Absent or `""`: the criterion is not applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method_pattern: Option<String>,
+    #[serde(default)]
+    pub required_tags: Vec<String>,
+    #[serde(default)]
+    pub excluded_tags: Vec<String>,
+    #[serde(default)]
+    pub required_label_ids: Vec<String>,
+}
+
+impl Default for Selector {
+    fn default() -> Self {
+        Selector {
+            source_pattern: any_pattern(),
+            name_pattern: any_pattern(),
+            path_pattern: None,
+            method_pattern: None,
+            required_tags: Vec::new(),
+            excluded_tags: Vec::new(),
+            required_label_ids: Vec::new(),
+        }
+    }
+}
+
+/// A named set of tools: selectors ANDed, then explicit additions, then exclusions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolGroup {
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default = "yes")]
+    pub active: bool,
+    #[serde(default)]
+    pub selectors: Vec<Selector>,
+    #[serde(default)]
+    pub explicit_tool_ids: Vec<String>,
+    #[serde(default)]
+    pub excluded_tool_ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+/// One test on the agent's claims. `operator` is text so that an unknown operator is a
+/// validation error with a field path (422), not a parse failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimMatcher {
+    pub json_path: String,
+    pub operator: String,
+    /// Unused by `exists` / `not_exists`.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub value: Value,
+}
+
+/// Grants and denies groups to agents whose claims meet all matchers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessPolicy {
+    #[serde(default)]
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Higher first. Among the matching policies that cover a tool, the highest priority decides.
+    #[serde(default)]
+    pub priority: i64,
+    #[serde(default = "yes")]
+    pub active: bool,
+    pub claim_matchers: Vec<ClaimMatcher>,
+    #[serde(default)]
+    pub allowed_group_ids: Vec<String>,
+    #[serde(default)]
+    pub denied_group_ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
+}
+
+/// The whole read model as one document (`GET`/`PUT /admin/catalog`, seed files).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    #[serde(default)]
+    pub sources: Vec<Source>,
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+    #[serde(default)]
+    pub groups: Vec<ToolGroup>,
+    #[serde(default)]
+    pub policies: Vec<AccessPolicy>,
+}
+
+impl Catalog {
+    /// Fills in defaults that depend on other fields: a tool without an id gets
+    /// `"{source_id}:{operation_id}"`. Idempotent.
+    pub fn normalize(&mut self) {
+        for tool in &mut self.tools {
+            if tool.id.is_empty() {
+                tool.id = Tool::default_id(&tool.source_id, &tool.operation_id);
+            }
+        }
+    }
+}

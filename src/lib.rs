@@ -1,0 +1,7 @@
+//! toolgate: a tool-access gateway for AI agents.
+//!
+//! Data flows one way: token → claims → decision → bytes.
+#![forbid(unsafe_code)]
+
+/// The pure decision core: entities, validation, compiled snapshots, manifests.
+pub mod domain;
