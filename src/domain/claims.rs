@@ -1,0 +1,445 @@
+//! Claim paths and claim operators (SEMANTICS.md sections 2 and 3).
+//!
+//! Everything that can be wrong with a matcher (a bad path, an unknown operator, a value of the
+//! wrong shape, an invalid regular expression) is found when the matcher is compiled, i.e. when
+//! the policy is written. Evaluation never fails: it answers true or false, and it fails closed
+//! (an absent claim satisfies only `not_exists`).
+
+use std::cmp::Ordering;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::model::ClaimMatcher;
+use super::pattern::{Case, whole_regex};
+
+/// The verified JWT payload, every claim of it.
+pub type Claims = Map<String, Value>;
+
+/// Where a matcher looks in the claims: a dot path (`realm_access.roles`, `groups.0`) or, when
+/// it starts with `/`, an RFC 6901 JSON Pointer (`/https:~1~1example.com~1roles`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClaimPath {
+    segments: Vec<String>,
+}
+
+impl ClaimPath {
+    pub fn parse(text: &str) -> Result<ClaimPath, String> {
+        if text.is_empty() {
+            return Err("must not be empty".to_owned());
+        }
+        let segments = match text.strip_prefix('/') {
+            Some(pointer) => pointer
+                .split('/')
+                .map(unescape_pointer_token)
+                .collect::<Result<Vec<_>, _>>()?,
+            None => {
+                let segments: Vec<String> = text.split('.').map(str::to_owned).collect();
+                if segments.iter().any(String::is_empty) {
+                    return Err(format!(
+                        "'{text}' has an empty segment; a dot path looks like 'realm_access.roles' \
+                         (use a JSON Pointer such as '/a~1b' for keys with dots or slashes)"
+                    ));
+                }
+                segments
+            }
+        };
+        Ok(ClaimPath { segments })
+    }
+
+    /// The value at this path, or `None` when the path does not resolve or the value is `null`
+    /// (both count as *absent*).
+    pub fn resolve<'c>(&self, claims: &'c Claims) -> Option<&'c Value> {
+        let (first, rest) = self.segments.split_first()?;
+        let mut current = claims.get(first)?;
+        for segment in rest {
+            current = match current {
+                Value::Object(object) => object.get(segment)?,
+                Value::Array(items) => items.get(array_index(segment)?)?,
+                _ => return None,
+            };
+        }
+        (!current.is_null()).then_some(current)
+    }
+}
+
+/// RFC 6901: `~1` is `/`, `~0` is `~`, and any other `~` is an error.
+fn unescape_pointer_token(token: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(token.len());
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => {
+                    return Err(format!(
+                        "invalid JSON Pointer escape in '{token}': '~' must be followed by 0 or 1"
+                    ));
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// An array index segment: decimal digits without a sign or leading zeros (as RFC 6901 says;
+/// the dot-path form follows the same rule so that both forms agree).
+fn array_index(segment: &str) -> Option<usize> {
+    let digits_only = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+    if !digits_only || (segment.len() > 1 && segment.starts_with('0')) {
+        return None;
+    }
+    segment.parse().ok()
+}
+
+/// The claim operators of SEMANTICS.md section 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operator {
+    Equals,
+    NotEquals,
+    Contains,
+    NotContains,
+    In,
+    NotIn,
+    Matches,
+    Exists,
+    NotExists,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+}
+
+impl Operator {
+    pub const ALL: [(&'static str, Operator); 13] = [
+        ("equals", Operator::Equals),
+        ("not_equals", Operator::NotEquals),
+        ("contains", Operator::Contains),
+        ("not_contains", Operator::NotContains),
+        ("in", Operator::In),
+        ("not_in", Operator::NotIn),
+        ("matches", Operator::Matches),
+        ("exists", Operator::Exists),
+        ("not_exists", Operator::NotExists),
+        ("gt", Operator::Gt),
+        ("gte", Operator::Gte),
+        ("lt", Operator::Lt),
+        ("lte", Operator::Lte),
+    ];
+
+    pub fn parse(text: &str) -> Option<Operator> {
+        Operator::ALL
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|&(_, op)| op)
+    }
+
+    pub fn name(self) -> &'static str {
+        Operator::ALL
+            .iter()
+            .find(|(_, op)| *op == self)
+            .map(|&(name, _)| name)
+            .expect("every operator is listed in ALL")
+    }
+}
+
+/// A number as claims carry it: exact for integers, `f64` otherwise, so that large integer ids
+/// compare exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Number {
+    Int(i128),
+    Float(f64),
+}
+
+impl Number {
+    fn of_json(number: &serde_json::Number) -> Option<Number> {
+        if let Some(int) = number.as_i64() {
+            Some(Number::Int(int.into()))
+        } else if let Some(int) = number.as_u64() {
+            Some(Number::Int(int.into()))
+        } else {
+            number.as_f64().filter(|f| f.is_finite()).map(Number::Float)
+        }
+    }
+
+    fn parse(text: &str) -> Option<Number> {
+        if let Ok(int) = text.parse::<i128>() {
+            return Some(Number::Int(int));
+        }
+        // Rust also parses "inf" and "NaN"; those are not numbers a claim means.
+        text.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Number::Float)
+    }
+
+    fn of_claim(value: &Value) -> Option<Number> {
+        match value {
+            Value::Number(number) => Number::of_json(number),
+            Value::String(text) => Number::parse(text),
+            _ => None,
+        }
+    }
+
+    fn compare(self, other: Number) -> Option<Ordering> {
+        match (self, other) {
+            (Number::Int(a), Number::Int(b)) => Some(a.cmp(&b)),
+            (a, b) => a.as_f64().partial_cmp(&b.as_f64()),
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(int) => int as f64,
+            Number::Float(float) => float,
+        }
+    }
+}
+
+/// A matcher's value, prepared once for every form of claim it may be compared with.
+#[derive(Debug, Clone)]
+struct Expected {
+    /// Equal to a string claim with exactly this text.
+    text: Option<String>,
+    /// Equal to a number claim with this value.
+    number: Option<Number>,
+    /// Equal to a boolean claim with this value.
+    boolean: Option<bool>,
+}
+
+impl Expected {
+    fn of(value: &Value) -> Option<Expected> {
+        match value {
+            Value::String(text) => Some(Expected::of_text(text)),
+            Value::Number(number) => Some(Expected {
+                text: None,
+                number: Number::of_json(number),
+                boolean: None,
+            }),
+            Value::Bool(boolean) => Some(Expected {
+                text: None,
+                number: None,
+                boolean: Some(*boolean),
+            }),
+            _ => None,
+        }
+    }
+
+    fn of_text(text: &str) -> Expected {
+        Expected {
+            text: Some(text.to_owned()),
+            number: Number::parse(text),
+            boolean: match text {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            },
+        }
+    }
+
+    /// Scalar equality as section 3 defines it. Objects and arrays never equal a scalar.
+    fn equals(&self, claim: &Value) -> bool {
+        match claim {
+            Value::String(text) => self.text.as_deref() == Some(text.as_str()),
+            Value::Number(number) => match (Number::of_json(number), self.number) {
+                (Some(a), Some(b)) => a.compare(b) == Some(Ordering::Equal),
+                _ => false,
+            },
+            Value::Bool(boolean) => self.boolean == Some(*boolean),
+            _ => false,
+        }
+    }
+}
+
+/// What an operator compares the claim with.
+#[derive(Debug, Clone)]
+enum Operand {
+    None,
+    One(Expected),
+    AnyOf(Vec<Expected>),
+    Regex(Regex),
+    Number(Number),
+}
+
+/// A claim matcher whose value has been checked and prepared for its operator.
+#[derive(Debug, Clone)]
+pub struct CompiledMatcher {
+    operator: Operator,
+    operand: Operand,
+}
+
+/// Why a matcher could not be compiled, with the field it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatcherError {
+    /// `json_path`, `operator` or `value`.
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl CompiledMatcher {
+    /// Checks the operator and the shape of the value. The path is compiled separately
+    /// ([`ClaimPath::parse`]) so that a snapshot can resolve each distinct path once.
+    pub fn compile(matcher: &ClaimMatcher) -> Result<CompiledMatcher, MatcherError> {
+        let operator = Operator::parse(&matcher.operator).ok_or_else(|| MatcherError {
+            field: "operator",
+            message: format!(
+                "unknown operator '{}'; expected one of {}",
+                matcher.operator,
+                Operator::ALL.map(|(name, _)| name).join(", ")
+            ),
+        })?;
+        let value_error = |message: String| MatcherError {
+            field: "value",
+            message,
+        };
+        let value = &matcher.value;
+        let operand = match operator {
+            Operator::Exists | Operator::NotExists => Operand::None,
+            Operator::Equals | Operator::NotEquals | Operator::Contains | Operator::NotContains => {
+                Operand::One(Expected::of(value).ok_or_else(|| {
+                    value_error(format!(
+                        "'{}' needs a string, number or boolean value, found {}",
+                        operator.name(),
+                        describe(value)
+                    ))
+                })?)
+            }
+            Operator::In | Operator::NotIn => Operand::AnyOf(match value {
+                Value::String(list) => list.split(',').map(|item| Expected::of_text(item.trim())).collect(),
+                Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        Expected::of(item).ok_or_else(|| {
+                            value_error(format!(
+                                "item {index} of the '{}' list must be a string, number or boolean, found {}",
+                                operator.name(),
+                                describe(item)
+                            ))
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+                other => {
+                    return Err(value_error(format!(
+                        "'{}' needs an array or a comma-separated string, found {}",
+                        operator.name(),
+                        describe(other)
+                    )));
+                }
+            }),
+            Operator::Matches => match value {
+                Value::String(expr) => Operand::Regex(whole_regex(expr, Case::Sensitive).map_err(value_error)?),
+                other => {
+                    return Err(value_error(format!(
+                        "'matches' needs a regular expression string, found {}",
+                        describe(other)
+                    )));
+                }
+            },
+            Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
+                Operand::Number(Number::of_claim(value).ok_or_else(|| {
+                    value_error(format!(
+                        "'{}' needs a number (or a string holding one), found {}",
+                        operator.name(),
+                        describe(value)
+                    ))
+                })?)
+            }
+        };
+        Ok(CompiledMatcher { operator, operand })
+    }
+
+    pub fn operator(&self) -> Operator {
+        self.operator
+    }
+
+    /// Evaluates against the resolved claim (`None` = absent). Fails closed.
+    pub fn matches(&self, claim: Option<&Value>) -> bool {
+        let Some(claim) = claim else {
+            return self.operator == Operator::NotExists;
+        };
+        match (self.operator, &self.operand) {
+            (Operator::Exists, _) => true,
+            (Operator::NotExists, _) => false,
+            (Operator::Equals, Operand::One(expected)) => {
+                any_element(claim, |v| expected.equals(v))
+            }
+            (Operator::NotEquals, Operand::One(expected)) => {
+                !any_element(claim, |v| expected.equals(v))
+            }
+            (Operator::Contains, Operand::One(expected)) => contains(claim, expected),
+            (Operator::NotContains, Operand::One(expected)) => !contains(claim, expected),
+            (Operator::In, Operand::AnyOf(items)) => {
+                any_element(claim, |v| items.iter().any(|item| item.equals(v)))
+            }
+            (Operator::NotIn, Operand::AnyOf(items)) => {
+                !any_element(claim, |v| items.iter().any(|item| item.equals(v)))
+            }
+            (Operator::Matches, Operand::Regex(regex)) => any_element(claim, |v| {
+                string_form(v).is_some_and(|text| regex.is_match(&text))
+            }),
+            (
+                op @ (Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte),
+                Operand::Number(bound),
+            ) => {
+                let Some(ordering) = Number::of_claim(claim).and_then(|n| n.compare(*bound)) else {
+                    return false;
+                };
+                match op {
+                    Operator::Gt => ordering == Ordering::Greater,
+                    Operator::Gte => ordering != Ordering::Less,
+                    Operator::Lt => ordering == Ordering::Less,
+                    _ => ordering != Ordering::Greater,
+                }
+            }
+            _ => unreachable!("compile pairs every operator with its operand kind"),
+        }
+    }
+}
+
+/// A scalar claim is tested itself; an array claim matches when any element does.
+fn any_element(claim: &Value, test: impl Fn(&Value) -> bool) -> bool {
+    match claim {
+        Value::Array(items) => items.iter().any(test),
+        scalar => test(scalar),
+    }
+}
+
+fn contains(claim: &Value, expected: &Expected) -> bool {
+    match claim {
+        Value::Array(items) => items.iter().any(|item| expected.equals(item)),
+        Value::String(text) => expected
+            .text
+            .as_deref()
+            .is_some_and(|needle| text.contains(needle)),
+        _ => false,
+    }
+}
+
+/// The text a `matches` expression sees: strings as they are, numbers and booleans as JSON
+/// writes them; objects and arrays have no string form.
+fn string_form(value: &Value) -> Option<std::borrow::Cow<'_, str>> {
+    match value {
+        Value::String(text) => Some(text.as_str().into()),
+        Value::Number(number) => Some(number.to_string().into()),
+        Value::Bool(boolean) => Some(boolean.to_string().into()),
+        _ => None,
+    }
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,322 @@
+//! Whole-catalog validation: every problem, each with the field path where it is
+//! (`policies[2].claim_matchers[0].operator`) and a message that says what was expected.
+//!
+//! Validation looks at the catalog as a whole because most rules are about references between
+//! entities. A catalog that passes compiles into a snapshot without error.
+
+use std::collections::{HashMap, HashSet};
+
+use super::claims::{ClaimPath, CompiledMatcher};
+use super::model::{AccessPolicy, Catalog, SOURCE_TYPES, Selector, Tool, ToolGroup};
+use super::pattern::Pattern;
+
+/// Names (and ids) longer than this are rejected.
+pub const MAX_NAME_CHARS: usize = 255;
+/// Descriptions longer than this are rejected.
+pub const MAX_DESCRIPTION_CHARS: usize = 4096;
+
+/// What kind of problem a [`FieldError`] is; the HTTP layer maps `Conflict` to 409 and
+/// everything else to 422.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The content is wrong in itself or refers to something that does not exist.
+    Invalid,
+    /// The content clashes with another entity (same id, same group name).
+    Conflict,
+}
+
+/// One problem at one place in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+    #[serde(skip)]
+    pub kind: ErrorKind,
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// Returns every problem in the catalog, in document order; empty means valid.
+///
+/// Expects a normalised catalog ([`Catalog::normalize`]), so tool ids are filled in.
+pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
+    let mut v = Validator::default();
+    let source_ids = v.unique_ids("sources", catalog.sources.iter().map(|s| s.id.as_str()));
+    let tool_ids = v.unique_ids("tools", catalog.tools.iter().map(|t| t.id.as_str()));
+    let label_ids = v.unique_ids("labels", catalog.labels.iter().map(|l| l.id.as_str()));
+    let group_ids = v.unique_ids("groups", catalog.groups.iter().map(|g| g.id.as_str()));
+    v.unique_ids("policies", catalog.policies.iter().map(|p| p.id.as_str()));
+    let known = Known {
+        sources: source_ids,
+        tools: tool_ids,
+        labels: label_ids,
+        groups: group_ids,
+    };
+
+    for (i, source) in catalog.sources.iter().enumerate() {
+        let at = format!("sources[{i}]");
+        v.name(&at, "name", &source.name);
+        v.description(&at, &source.description);
+        if !SOURCE_TYPES.contains(&source.source_type.as_str()) {
+            v.invalid(
+                format!("{at}.type"),
+                format!(
+                    "unknown source type '{}'; expected one of {}",
+                    source.source_type,
+                    SOURCE_TYPES.join(", ")
+                ),
+            );
+        }
+    }
+    for (i, tool) in catalog.tools.iter().enumerate() {
+        v.tool(&format!("tools[{i}]"), tool, &known);
+    }
+    for (i, label) in catalog.labels.iter().enumerate() {
+        let at = format!("labels[{i}]");
+        v.name(&at, "name", &label.name);
+        v.description(&at, &label.description);
+    }
+    let mut group_names: HashMap<&str, usize> = HashMap::new();
+    for (i, group) in catalog.groups.iter().enumerate() {
+        let at = format!("groups[{i}]");
+        v.group(&at, group, &known);
+        if let Some(first) = group_names.insert(group.name.as_str(), i) {
+            v.conflict(
+                format!("{at}.name"),
+                format!(
+                    "group name '{}' is already used by groups[{first}]",
+                    group.name
+                ),
+            );
+        }
+    }
+    for (i, policy) in catalog.policies.iter().enumerate() {
+        v.policy(&format!("policies[{i}]"), policy, &known);
+    }
+    v.errors
+}
+
+struct Known<'c> {
+    sources: HashSet<&'c str>,
+    tools: HashSet<&'c str>,
+    labels: HashSet<&'c str>,
+    groups: HashSet<&'c str>,
+}
+
+#[derive(Default)]
+struct Validator {
+    errors: Vec<FieldError>,
+}
+
+impl Validator {
+    fn invalid(&mut self, field: String, message: String) {
+        self.errors.push(FieldError {
+            field,
+            message,
+            kind: ErrorKind::Invalid,
+        });
+    }
+
+    fn conflict(&mut self, field: String, message: String) {
+        self.errors.push(FieldError {
+            field,
+            message,
+            kind: ErrorKind::Conflict,
+        });
+    }
+
+    /// Checks ids (non-empty, well-formed, unique) and returns the set of them.
+    fn unique_ids<'c>(
+        &mut self,
+        collection: &str,
+        ids: impl Iterator<Item = &'c str>,
+    ) -> HashSet<&'c str> {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, id) in ids.enumerate() {
+            let at = format!("{collection}[{i}]");
+            if id.is_empty() {
+                self.invalid(format!("{at}.id"), "must not be empty".to_owned());
+                continue;
+            }
+            self.name(&at, "id", id);
+            if let Some(first) = seen.insert(id, i) {
+                self.conflict(
+                    format!("{at}.id"),
+                    format!("id '{id}' is already used by {collection}[{first}]"),
+                );
+            }
+        }
+        seen.into_keys().collect()
+    }
+
+    fn name(&mut self, at: &str, field: &str, value: &str) {
+        let field = format!("{at}.{field}");
+        if value.trim().is_empty() {
+            self.invalid(field, "must not be empty".to_owned());
+        } else if value.chars().count() > MAX_NAME_CHARS {
+            self.invalid(
+                field,
+                format!(
+                    "must be at most {MAX_NAME_CHARS} characters, found {}",
+                    value.chars().count()
+                ),
+            );
+        } else if let Some(c) = value.chars().find(|c| c.is_control()) {
+            self.invalid(
+                field,
+                format!("must not contain control characters, found {:?}", c),
+            );
+        }
+    }
+
+    fn description(&mut self, at: &str, value: &str) {
+        let count = value.chars().count();
+        if count > MAX_DESCRIPTION_CHARS {
+            self.invalid(
+                format!("{at}.description"),
+                format!("must be at most {MAX_DESCRIPTION_CHARS} characters, found {count}"),
+            );
+        }
+    }
+
+    fn reference(&mut self, field: String, kind: &str, id: &str, known: &HashSet<&str>) {
+        if !known.contains(id) {
+            self.invalid(field, format!("unknown {kind} '{id}'"));
+        }
+    }
+
+    fn tool(&mut self, at: &str, tool: &Tool, known: &Known) {
+        self.name(at, "name", &tool.name);
+        self.name(at, "operation_id", &tool.operation_id);
+        self.description(at, &tool.description);
+        self.reference(
+            format!("{at}.source_id"),
+            "source",
+            &tool.source_id,
+            &known.sources,
+        );
+        for (j, label) in tool.label_ids.iter().enumerate() {
+            self.reference(
+                format!("{at}.label_ids[{j}]"),
+                "label",
+                label,
+                &known.labels,
+            );
+        }
+        if !tool.input_schema.is_object() {
+            self.invalid(
+                format!("{at}.input_schema"),
+                "must be a JSON Schema object".to_owned(),
+            );
+        }
+        if tool
+            .output_schema
+            .as_ref()
+            .is_some_and(|schema| !schema.is_object())
+        {
+            self.invalid(
+                format!("{at}.output_schema"),
+                "must be a JSON Schema object".to_owned(),
+            );
+        }
+        if let Some(method) = &tool.method
+            && method.chars().any(char::is_control)
+        {
+            self.invalid(
+                format!("{at}.method"),
+                "must not contain control characters".to_owned(),
+            );
+        }
+    }
+
+    fn group(&mut self, at: &str, group: &ToolGroup, known: &Known) {
+        self.name(at, "name", &group.name);
+        self.description(at, &group.description);
+        for (j, selector) in group.selectors.iter().enumerate() {
+            self.selector(&format!("{at}.selectors[{j}]"), selector, known);
+        }
+        for (j, id) in group.explicit_tool_ids.iter().enumerate() {
+            self.reference(
+                format!("{at}.explicit_tool_ids[{j}]"),
+                "tool",
+                id,
+                &known.tools,
+            );
+        }
+        for (j, id) in group.excluded_tool_ids.iter().enumerate() {
+            self.reference(
+                format!("{at}.excluded_tool_ids[{j}]"),
+                "tool",
+                id,
+                &known.tools,
+            );
+        }
+    }
+
+    fn selector(&mut self, at: &str, selector: &Selector, known: &Known) {
+        let patterns = [
+            ("source_pattern", Some(&selector.source_pattern)),
+            ("name_pattern", Some(&selector.name_pattern)),
+            ("path_pattern", selector.path_pattern.as_ref()),
+            ("method_pattern", selector.method_pattern.as_ref()),
+        ];
+        for (field, pattern) in patterns {
+            if let Some(pattern) = pattern
+                && let Err(message) = Pattern::selector(pattern)
+            {
+                self.invalid(format!("{at}.{field}"), message);
+            }
+        }
+        for (j, label) in selector.required_label_ids.iter().enumerate() {
+            self.reference(
+                format!("{at}.required_label_ids[{j}]"),
+                "label",
+                label,
+                &known.labels,
+            );
+        }
+    }
+
+    fn policy(&mut self, at: &str, policy: &AccessPolicy, known: &Known) {
+        self.name(at, "name", &policy.name);
+        self.description(at, &policy.description);
+        if policy.claim_matchers.is_empty() {
+            self.invalid(
+                format!("{at}.claim_matchers"),
+                "a policy needs at least one claim matcher".to_owned(),
+            );
+        }
+        for (j, matcher) in policy.claim_matchers.iter().enumerate() {
+            let m = format!("{at}.claim_matchers[{j}]");
+            if let Err(message) = ClaimPath::parse(&matcher.json_path) {
+                self.invalid(format!("{m}.json_path"), message);
+            }
+            if let Err(error) = CompiledMatcher::compile(matcher) {
+                self.invalid(format!("{m}.{}", error.field), error.message);
+            }
+        }
+        if policy.allowed_group_ids.is_empty() && policy.denied_group_ids.is_empty() {
+            self.invalid(
+                format!("{at}.allowed_group_ids"),
+                "a policy needs at least one group in allowed_group_ids or denied_group_ids"
+                    .to_owned(),
+            );
+        }
+        for (list, ids) in [
+            ("allowed_group_ids", &policy.allowed_group_ids),
+            ("denied_group_ids", &policy.denied_group_ids),
+        ] {
+            for (j, id) in ids.iter().enumerate() {
+                self.reference(format!("{at}.{list}[{j}]"), "group", id, &known.groups);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
