@@ -175,8 +175,8 @@ fn each_class_of_error_is_reported_at_its_field() {
         ),
         (
             "empty id",
-            |c| c.labels[0].id.clear(),
-            "labels[0].id",
+            |c| c.policies[0].id.clear(),
+            "policies[0].id",
             "must not be empty",
             ErrorKind::Invalid,
         ),
