@@ -5,3 +5,5 @@
 
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
+/// The catalog store port and its adapters (embedded on-disk store, MongoDB).
+pub mod store;

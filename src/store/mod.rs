@@ -1,0 +1,177 @@
+//! The catalog store port: where the read model, its revision and the audit log live.
+//!
+//! The store is deliberately dumb about meaning. The catalog service computes a change (and
+//! validates the whole resulting catalog with the domain) and hands the store a [`Commit`]; the
+//! store applies it atomically **only if** the catalog is still at `expected_revision`, bumping
+//! the revision by one and appending the audit records in the same transaction. That
+//! compare-and-set is what makes concurrent writers (threads, or several gateway instances on
+//! one shared store) safe: a writer that lost the race gets [`StoreError::RevisionConflict`],
+//! reloads and tries again, and nothing is half-written.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+
+/// The five collections, as named in URLs, audit records and store tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityKind {
+    Sources,
+    Tools,
+    Labels,
+    Groups,
+    Policies,
+    /// The whole catalog (`PUT /admin/catalog`), for audit records only.
+    Catalog,
+}
+
+impl EntityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntityKind::Sources => "sources",
+            EntityKind::Tools => "tools",
+            EntityKind::Labels => "labels",
+            EntityKind::Groups => "groups",
+            EntityKind::Policies => "policies",
+            EntityKind::Catalog => "catalog",
+        }
+    }
+}
+
+/// One entity of any kind, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entity {
+    Source(Source),
+    Tool(Tool),
+    Label(Label),
+    Group(ToolGroup),
+    Policy(AccessPolicy),
+}
+
+impl Entity {
+    pub fn kind(&self) -> EntityKind {
+        match self {
+            Entity::Source(_) => EntityKind::Sources,
+            Entity::Tool(_) => EntityKind::Tools,
+            Entity::Label(_) => EntityKind::Labels,
+            Entity::Group(_) => EntityKind::Groups,
+            Entity::Policy(_) => EntityKind::Policies,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        match self {
+            Entity::Source(e) => &e.id,
+            Entity::Tool(e) => &e.id,
+            Entity::Label(e) => &e.id,
+            Entity::Group(e) => &e.id,
+            Entity::Policy(e) => &e.id,
+        }
+    }
+}
+
+/// One step of a commit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Insert or replace the entity with this kind and id.
+    Put(Entity),
+    /// Remove the entity if it exists.
+    Delete { kind: EntityKind, id: String },
+    /// Replace every collection at once (`PUT /admin/catalog`, seeding).
+    ReplaceAll(Catalog),
+}
+
+/// An atomic write: all changes and audit records, or nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commit {
+    /// The revision the change was computed against; the commit fails with
+    /// [`StoreError::RevisionConflict`] if the store has moved on.
+    pub expected_revision: u64,
+    pub changes: Vec<Change>,
+    /// Records to append; the store sets their `revision` (and `seq`) to the new revision.
+    pub audit: Vec<AuditRecord>,
+}
+
+/// One entry of the change log (`GET /admin/audit`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// Position in the log, assigned by the store: strictly increasing, never reused.
+    #[serde(default)]
+    pub seq: u64,
+    /// The catalog revision this change produced, assigned by the store.
+    #[serde(default)]
+    pub revision: u64,
+    pub at: DateTime<Utc>,
+    /// The admin token's `sub`.
+    pub actor: String,
+    /// `create`, `update`, `delete`, `enable`, `disable`, `replace`, `seed`, `refresh`, …
+    pub action: String,
+    pub entity: EntityKind,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Which audit records to list. Every field narrows; `None` means no constraint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AuditQuery {
+    pub entity: Option<EntityKind>,
+    pub id: Option<String>,
+    pub actor: Option<String>,
+    /// Inclusive.
+    pub since: Option<DateTime<Utc>>,
+    /// Exclusive.
+    pub until: Option<DateTime<Utc>>,
+    /// Only records with `seq` greater than this (the cursor of the previous page).
+    pub after_seq: Option<u64>,
+    /// At most this many records, oldest first.
+    pub limit: usize,
+}
+
+/// The catalog as stored, with the revision it is at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredCatalog {
+    pub catalog: Catalog,
+    pub revision: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store moved past `expected` before this commit; reload and retry.
+    #[error("the catalog changed concurrently (expected revision {expected}, found {current})")]
+    RevisionConflict { expected: u64, current: u64 },
+    /// The backing store cannot be reached or failed; nothing was written.
+    #[error("the catalog store is unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data could not be decoded: a bug or a foreign writer, never user input.
+    #[error("the catalog store holds data that cannot be read: {0}")]
+    Corrupt(String),
+}
+
+/// Where the catalog lives. Implementations: `embedded::EmbeddedStore` (on-disk, the
+/// default) and MongoDB.
+#[async_trait]
+pub trait CatalogStore: Send + Sync + 'static {
+    /// The whole catalog and its revision, read consistently (one snapshot of the store).
+    async fn load(&self) -> Result<StoredCatalog, StoreError>;
+
+    /// The current revision only; cheap, used to notice changes made by other instances.
+    async fn revision(&self) -> Result<u64, StoreError>;
+
+    /// Applies the commit atomically if the store is at `commit.expected_revision`; returns the
+    /// new revision (`expected_revision + 1`).
+    async fn commit(&self, commit: Commit) -> Result<u64, StoreError>;
+
+    /// Lists audit records, oldest first.
+    async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
+
+    /// Whether the backing store answers (for `/readyz`).
+    async fn ping(&self) -> Result<(), StoreError>;
+}
