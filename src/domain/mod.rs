@@ -1,7 +1,15 @@
 //! The decision core. Pure: no I/O, no clocks, no async runtime. It answers one question —
 //! which tools may an agent with these claims see — exactly as `spec/SEMANTICS.md` defines it.
+//!
+//! Flow: a [`model::Catalog`] is [`validate::validate`]d, then compiled once per revision into a
+//! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request.
 
 pub mod claims;
+mod decide;
+pub mod explain;
+pub mod fingerprint;
+pub mod manifest;
 pub mod model;
 pub mod pattern;
+pub mod snapshot;
 pub mod validate;

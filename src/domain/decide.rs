@@ -1,0 +1,240 @@
+//! The decision: claims → matching policies → granted and denied tools → manifest
+//! (SEMANTICS.md sections 4 and 6).
+//!
+//! Per-tool priority is computed level by level over bitsets: walking the matching policies from
+//! the highest priority down, a tool is decided by the first level whose policies cover it; it is
+//! denied if any policy of that level denies it, else granted. Each level costs a few unions of
+//! member bitsets, so the work is proportional to the number of matching policies and their
+//! groups, not to the number of tools times policies.
+
+use fixedbitset::FixedBitSet;
+use serde_json::Value;
+
+use super::claims::Claims;
+use super::manifest::{Entry, Manifest, ManifestOptions};
+use super::pattern::{Case, Pattern, has_glob_syntax};
+use super::snapshot::Snapshot;
+
+/// The outcome of policy evaluation, before visibility and narrowing.
+#[derive(Debug)]
+pub(super) struct Decision {
+    /// Indices into `Snapshot::policies` of the policies whose matchers all hold.
+    pub matched: Vec<u32>,
+    pub granted: FixedBitSet,
+    pub denied: FixedBitSet,
+    /// Groups allowed by a matching policy, ascending.
+    pub granted_groups: Vec<u32>,
+}
+
+/// Per-request memo: each distinct path is resolved, each distinct matcher evaluated, once.
+pub(super) struct ClaimEvaluation<'c> {
+    claims: &'c Claims,
+    paths: Vec<Option<Option<&'c Value>>>,
+    matchers: Vec<Option<bool>>,
+}
+
+impl<'c> ClaimEvaluation<'c> {
+    pub fn new(snapshot: &Snapshot, claims: &'c Claims) -> Self {
+        ClaimEvaluation {
+            claims,
+            paths: vec![None; snapshot.paths.len()],
+            matchers: vec![None; snapshot.matchers.len()],
+        }
+    }
+
+    pub fn matcher(&mut self, snapshot: &Snapshot, index: u32) -> bool {
+        if let Some(result) = self.matchers[index as usize] {
+            return result;
+        }
+        let shared = &snapshot.matchers[index as usize];
+        let claim = self.claim(snapshot, shared.path);
+        let result = shared.matcher.matches(claim);
+        self.matchers[index as usize] = Some(result);
+        result
+    }
+
+    pub fn claim(&mut self, snapshot: &Snapshot, path: u32) -> Option<&'c Value> {
+        let claims = self.claims;
+        *self.paths[path as usize]
+            .get_or_insert_with(|| snapshot.paths[path as usize].resolve(claims))
+    }
+}
+
+impl Snapshot {
+    /// Decides which policies match and which tools they grant or deny.
+    pub(super) fn decide(&self, claims: &Claims) -> Decision {
+        let tool_count = self.tools.len();
+        let mut evaluation = ClaimEvaluation::new(self, claims);
+        let mut matched = Vec::new();
+        let mut granted = FixedBitSet::with_capacity(tool_count);
+        let mut denied = FixedBitSet::with_capacity(tool_count);
+        let mut decided = FixedBitSet::with_capacity(tool_count);
+        let mut level_allowed = FixedBitSet::with_capacity(tool_count);
+        let mut level_denied = FixedBitSet::with_capacity(tool_count);
+        let mut granted_groups = Vec::new();
+
+        let mut start = 0;
+        while start < self.policies.len() {
+            let priority = self.policies[start].priority;
+            let end = start
+                + self.policies[start..]
+                    .iter()
+                    .take_while(|policy| policy.priority == priority)
+                    .count();
+            level_allowed.clear();
+            level_denied.clear();
+            let mut any_match = false;
+            for (index, policy) in self.policies[start..end].iter().enumerate() {
+                if !policy.matchers.iter().all(|&m| evaluation.matcher(self, m)) {
+                    continue;
+                }
+                any_match = true;
+                matched.push((start + index) as u32);
+                for &group in &policy.allowed {
+                    level_allowed.union_with(&self.groups[group as usize].members);
+                    granted_groups.push(group);
+                }
+                for &group in &policy.denied {
+                    level_denied.union_with(&self.groups[group as usize].members);
+                }
+            }
+            if any_match {
+                // Tools first covered at this level: denied if any policy here denies them.
+                level_denied.difference_with(&decided);
+                level_allowed.difference_with(&decided);
+                level_allowed.difference_with(&level_denied);
+                denied.union_with(&level_denied);
+                granted.union_with(&level_allowed);
+                decided.union_with(&level_denied);
+                decided.union_with(&level_allowed);
+            }
+            start = end;
+        }
+        granted_groups.sort_unstable();
+        granted_groups.dedup();
+        Decision {
+            matched,
+            granted,
+            denied,
+            granted_groups,
+        }
+    }
+
+    /// The manifest for these claims and options (SEMANTICS.md section 6).
+    pub fn manifest(&self, claims: &Claims, options: &ManifestOptions) -> Manifest<'_> {
+        let decision = self.decide(claims);
+        self.manifest_from(&decision, options)
+    }
+
+    pub(super) fn manifest_from(
+        &self,
+        decision: &Decision,
+        options: &ManifestOptions,
+    ) -> Manifest<'_> {
+        let mut result = decision.granted.clone();
+        if !options.include_disabled {
+            result.intersect_with(&self.visible);
+        }
+        let mut warnings = Vec::new();
+        if let Some(names) = &options.tools {
+            warnings = self.unknown_tool_names(names, &result);
+        }
+        if let Some(wanted) = &options.groups {
+            self.narrow_by_groups(&mut result, wanted, &decision.granted_groups);
+        }
+        if let Some(state) = &options.state {
+            self.narrow_by_state(&mut result, state);
+        }
+        if let Some(names) = &options.tools {
+            self.narrow_by_tool_names(&mut result, names);
+        }
+        let entries = self.entries(&result, &decision.granted_groups);
+        Manifest::new(self, entries, warnings, options.include_disabled)
+    }
+
+    /// `group=`: members of the listed granted groups only. Never widens: only groups that
+    /// were granted count, and the result is intersected with what was already there.
+    fn narrow_by_groups(&self, result: &mut FixedBitSet, wanted: &[String], granted: &[u32]) {
+        if wanted.iter().any(|item| item == "*") {
+            return;
+        }
+        let mut keep = FixedBitSet::with_capacity(self.tools.len());
+        for &group in granted {
+            let group = &self.groups[group as usize];
+            if wanted
+                .iter()
+                .any(|item| *item == group.id || *item == group.name)
+            {
+                keep.union_with(&group.members);
+            }
+        }
+        result.intersect_with(&keep);
+    }
+
+    /// `state=`: tools without `available_in_states`, or listing the state or `*`.
+    fn narrow_by_state(&self, result: &mut FixedBitSet, state: &str) {
+        let unavailable: Vec<usize> = result
+            .ones()
+            .filter(|&t| {
+                self.tools[t]
+                    .available_in_states
+                    .as_ref()
+                    .is_some_and(|states| !states.iter().any(|s| s == state || s == "*"))
+            })
+            .collect();
+        for t in unavailable {
+            result.remove(t);
+        }
+    }
+
+    /// `tools=`: tools whose name matches one of the case-sensitive globs.
+    fn narrow_by_tool_names(&self, result: &mut FixedBitSet, names: &[String]) {
+        let globs: Vec<Pattern> = names
+            .iter()
+            .map(|name| {
+                // An item that is not a valid glob can only match itself literally.
+                Pattern::glob(name, Case::Sensitive).unwrap_or_else(|_| {
+                    Pattern::glob(&globset::escape(name), Case::Sensitive)
+                        .expect("an escaped glob is always valid")
+                })
+            })
+            .collect();
+        let unmatched: Vec<usize> = result
+            .ones()
+            .filter(|&t| !globs.iter().any(|glob| glob.is_match(&self.tools[t].name)))
+            .collect();
+        for t in unmatched {
+            result.remove(t);
+        }
+    }
+
+    /// Plain names (no glob syntax) in `tools=` that match none of the candidate tools.
+    fn unknown_tool_names(&self, names: &[String], candidates: &FixedBitSet) -> Vec<String> {
+        names
+            .iter()
+            .filter(|name| !has_glob_syntax(name))
+            .filter(|name| !candidates.ones().any(|t| self.tools[t].name == **name))
+            .map(|name| format!("tools: '{name}' matches no tool available to this agent"))
+            .collect()
+    }
+
+    /// Builds the sorted entries with, for each tool, the granted groups that contain it.
+    fn entries(&self, result: &FixedBitSet, granted_groups: &[u32]) -> Vec<Entry> {
+        let mut entries: Vec<Entry> = result
+            .ones()
+            .map(|t| Entry {
+                tool: t as u32,
+                groups: Vec::new(),
+            })
+            .collect();
+        for &group in granted_groups {
+            for t in self.groups[group as usize].members.intersection(result) {
+                let position = entries
+                    .binary_search_by_key(&(t as u32), |entry| entry.tool)
+                    .expect("every tool of the result has an entry");
+                entries[position].groups.push(group);
+            }
+        }
+        entries
+    }
+}

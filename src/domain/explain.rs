@@ -1,0 +1,307 @@
+//! Why an agent gets what it gets (SEMANTICS.md section 7), for admin preview and for
+//! `GET /admin/groups/{id}/tools`.
+//!
+//! Explanations are computed on demand from the same compiled snapshot and the same decision as
+//! the manifest, so they cannot disagree with what agents are served. They are admin-only and
+//! not on the hot path, so clarity wins over speed here.
+
+use serde::Serialize;
+
+use super::claims::Claims;
+use super::decide::{ClaimEvaluation, Decision};
+use super::manifest::{Manifest, ManifestOptions};
+use super::snapshot::{CompiledGroup, Snapshot};
+
+/// The whole story for one set of claims.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// Every policy of the catalog, in evaluation order (priority, highest first); inactive
+    /// policies last.
+    pub policies: Vec<PolicyExplanation>,
+    /// The groups named by matching policies, by id.
+    pub groups: Vec<GroupExplanation>,
+    /// Every tool a matching policy covers, by id.
+    pub tools: Vec<ToolExplanation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyExplanation {
+    pub policy_id: String,
+    pub name: String,
+    pub priority: i64,
+    pub active: bool,
+    pub matched: bool,
+    /// The first matcher that did not hold (only for active policies that did not match).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_matcher: Option<FailedMatcher>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedMatcher {
+    /// Position in `claim_matchers`.
+    pub index: usize,
+    pub json_path: String,
+    pub operator: String,
+    /// Whether the claim was present at all (absent claims fail every operator but
+    /// `not_exists`).
+    pub claim_present: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupExplanation {
+    pub group_id: String,
+    pub name: String,
+    pub active: bool,
+    /// Matching policies that allow this group.
+    pub allowed_by: Vec<String>,
+    /// Matching policies that deny this group.
+    pub denied_by: Vec<String>,
+    pub members: Vec<GroupMember>,
+    /// Tools that selectors or explicit ids would have added but an exclusion removed.
+    pub excluded: Vec<String>,
+}
+
+/// One member of a group and what brought it in.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupMember {
+    pub tool_id: String,
+    pub name: String,
+    /// `selectors[i]` for each selector it matched (all of them: selectors AND), and
+    /// `explicit` when listed in `explicit_tool_ids`.
+    pub via: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolExplanation {
+    pub tool_id: String,
+    /// `granted` or `denied`.
+    pub decision: &'static str,
+    /// The priority of the level that decided.
+    pub priority: i64,
+    /// The policy that decided (the first by id among those of the deciding level that
+    /// granted, or denied, it).
+    pub deciding_policy: String,
+    /// The groups through which matching policies cover the tool, by id.
+    pub groups: Vec<String>,
+    /// Visible to agents: enabled, not deprecated, source present and enabled.
+    pub visible: bool,
+    /// Why it is not visible, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_because: Option<&'static str>,
+    /// Whether it is in the manifest computed with the request's options.
+    pub in_manifest: bool,
+}
+
+/// A manifest together with its explanation.
+pub struct Explained<'s> {
+    pub manifest: Manifest<'s>,
+    pub explanation: Explanation,
+}
+
+impl Snapshot {
+    /// The manifest and the explanation of every step that led to it.
+    pub fn explain(&self, claims: &Claims, options: &ManifestOptions) -> Explained<'_> {
+        let decision = self.decide(claims);
+        let manifest = self.manifest_from(&decision, options);
+        let explanation = Explanation {
+            policies: self.explain_policies(claims, &decision),
+            groups: self.explain_groups(&decision),
+            tools: self.explain_tools(&decision, &manifest),
+        };
+        Explained {
+            manifest,
+            explanation,
+        }
+    }
+
+    /// A group's members and what brought each in; `None` for an unknown group id.
+    pub fn group_members(&self, group_id: &str) -> Option<Vec<GroupMember>> {
+        let group = &self.groups[*self.group_index.get(group_id)? as usize];
+        Some(self.members_of(group))
+    }
+
+    fn members_of(&self, group: &CompiledGroup) -> Vec<GroupMember> {
+        let selector_count = self.catalog.groups[group.catalog_position].selectors.len();
+        group
+            .members
+            .ones()
+            .map(|t| {
+                let mut via = Vec::new();
+                if group.selected.contains(t) {
+                    via.extend((0..selector_count).map(|i| format!("selectors[{i}]")));
+                }
+                if group.explicit.contains(t) {
+                    via.push("explicit".to_owned());
+                }
+                GroupMember {
+                    tool_id: self.tools[t].id.clone(),
+                    name: self.tools[t].name.clone(),
+                    via,
+                }
+            })
+            .collect()
+    }
+
+    fn explain_policies(&self, claims: &Claims, decision: &Decision) -> Vec<PolicyExplanation> {
+        let mut evaluation = ClaimEvaluation::new(self, claims);
+        let mut out: Vec<PolicyExplanation> = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(index, compiled)| {
+                let policy = &self.catalog.policies[compiled.catalog_position];
+                let matched = decision.matched.contains(&(index as u32));
+                let failed_matcher = if matched {
+                    None
+                } else {
+                    compiled
+                        .matchers
+                        .iter()
+                        .position(|&m| !evaluation.matcher(self, m))
+                        .map(|position| {
+                            let shared = &self.matchers[compiled.matchers[position] as usize];
+                            let matcher = &policy.claim_matchers[position];
+                            FailedMatcher {
+                                index: position,
+                                json_path: matcher.json_path.clone(),
+                                operator: matcher.operator.clone(),
+                                claim_present: evaluation.claim(self, shared.path).is_some(),
+                            }
+                        })
+                };
+                PolicyExplanation {
+                    policy_id: policy.id.clone(),
+                    name: policy.name.clone(),
+                    priority: policy.priority,
+                    active: true,
+                    matched,
+                    failed_matcher,
+                }
+            })
+            .collect();
+        out.extend(
+            self.catalog
+                .policies
+                .iter()
+                .filter(|policy| !policy.active)
+                .map(|policy| PolicyExplanation {
+                    policy_id: policy.id.clone(),
+                    name: policy.name.clone(),
+                    priority: policy.priority,
+                    active: false,
+                    matched: false,
+                    failed_matcher: None,
+                }),
+        );
+        out
+    }
+
+    fn explain_groups(&self, decision: &Decision) -> Vec<GroupExplanation> {
+        let mut allowed_by = vec![Vec::new(); self.groups.len()];
+        let mut denied_by = vec![Vec::new(); self.groups.len()];
+        for &index in &decision.matched {
+            let compiled = &self.policies[index as usize];
+            let id = &self.catalog.policies[compiled.catalog_position].id;
+            for &g in &compiled.allowed {
+                allowed_by[g as usize].push(id.clone());
+            }
+            for &g in &compiled.denied {
+                denied_by[g as usize].push(id.clone());
+            }
+        }
+        let mut out = Vec::new();
+        for (g, group) in self.groups.iter().enumerate() {
+            let mut allowed = std::mem::take(&mut allowed_by[g]);
+            let mut denied = std::mem::take(&mut denied_by[g]);
+            if allowed.is_empty() && denied.is_empty() {
+                continue;
+            }
+            allowed.sort();
+            denied.sort();
+            let mut would_add = group.selected.clone();
+            would_add.union_with(&group.explicit);
+            would_add.intersect_with(&group.excluded);
+            out.push(GroupExplanation {
+                group_id: group.id.clone(),
+                name: group.name.clone(),
+                active: group.active,
+                allowed_by: allowed,
+                denied_by: denied,
+                members: self.members_of(group),
+                excluded: would_add.ones().map(|t| self.tools[t].id.clone()).collect(),
+            });
+        }
+        out
+    }
+
+    fn explain_tools(&self, decision: &Decision, manifest: &Manifest<'_>) -> Vec<ToolExplanation> {
+        let mut covered = decision.granted.clone();
+        covered.union_with(&decision.denied);
+        covered
+            .ones()
+            .map(|t| {
+                let denied = decision.denied.contains(t);
+                // The deciding level is the highest priority among matching policies covering t.
+                let mut deciding: Option<(i64, String)> = None;
+                let mut groups = Vec::new();
+                for &index in &decision.matched {
+                    let compiled = &self.policies[index as usize];
+                    let covers = |ids: &[u32]| {
+                        ids.iter()
+                            .any(|&g| self.groups[g as usize].members.contains(t))
+                    };
+                    let (allows, denies) = (covers(&compiled.allowed), covers(&compiled.denied));
+                    for &g in compiled.allowed.iter().chain(&compiled.denied) {
+                        let group = &self.groups[g as usize];
+                        if group.members.contains(t) && !groups.contains(&group.id) {
+                            groups.push(group.id.clone());
+                        }
+                    }
+                    let verdict_matches = if denied { denies } else { allows && !denies };
+                    let id = &self.catalog.policies[compiled.catalog_position].id;
+                    let better = match &deciding {
+                        None => true,
+                        Some((priority, best)) => {
+                            compiled.priority > *priority
+                                || (compiled.priority == *priority && id < best)
+                        }
+                    };
+                    if (allows || denies) && verdict_matches && better {
+                        deciding = Some((compiled.priority, id.clone()));
+                    }
+                }
+                groups.sort();
+                let (priority, deciding_policy) =
+                    deciding.expect("a covered tool has a deciding policy");
+                let tool = &self.tools[t];
+                let source_enabled = self
+                    .catalog
+                    .sources
+                    .iter()
+                    .find(|s| s.id == self.catalog.tools[tool.catalog_position].source_id)
+                    .map(|s| s.enabled);
+                let hidden_because = if !tool.enabled {
+                    Some("disabled")
+                } else if tool.deprecated {
+                    Some("deprecated")
+                } else {
+                    match source_enabled {
+                        None => Some("source missing"),
+                        Some(false) => Some("source disabled"),
+                        Some(true) => None,
+                    }
+                };
+                ToolExplanation {
+                    tool_id: tool.id.clone(),
+                    decision: if denied { "denied" } else { "granted" },
+                    priority,
+                    deciding_policy,
+                    groups,
+                    visible: self.visible.contains(t),
+                    hidden_because,
+                    in_manifest: manifest.groups_of(&tool.id).is_some(),
+                }
+            })
+            .collect()
+    }
+}

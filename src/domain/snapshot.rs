@@ -1,0 +1,437 @@
+//! The compiled catalog: everything a decision needs, computed once per catalog revision.
+//!
+//! Invariants a [`Snapshot`] keeps:
+//! - tools are indexed in ascending `tool_id` order, so iterating a tool bitset yields the
+//!   manifest's sort order for free;
+//! - groups are indexed in ascending id order, so a sorted list of group indices is a sorted
+//!   list of group ids;
+//! - every group's member set is precomputed (SEMANTICS.md section 5), an inactive group's is
+//!   empty;
+//! - policies are ordered by priority, highest first (ties by id), inactive ones left out;
+//! - each distinct claim path and each distinct matcher appears once, so a request resolves a
+//!   path and evaluates a matcher at most once however many policies share it.
+
+use std::collections::HashMap;
+
+use fixedbitset::FixedBitSet;
+
+use super::claims::{ClaimPath, CompiledMatcher};
+use super::manifest::ToolEntry;
+use super::model::{Catalog, Selector, Tool};
+use super::pattern::Pattern;
+
+/// A compiled, immutable catalog at one revision. Share it behind an `Arc`.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub(super) revision: u64,
+    pub(super) tools: Vec<CompiledTool>,
+    pub(super) tool_index: HashMap<String, u32>,
+    /// Tools that are enabled, not deprecated, and whose source exists and is enabled.
+    pub(super) visible: FixedBitSet,
+    pub(super) groups: Vec<CompiledGroup>,
+    pub(super) group_index: HashMap<String, u32>,
+    pub(super) policies: Vec<CompiledPolicy>,
+    pub(super) paths: Vec<ClaimPath>,
+    pub(super) matchers: Vec<SharedMatcher>,
+    /// The catalog this snapshot was compiled from (admin reads and explanations use it).
+    pub(super) catalog: Catalog,
+}
+
+#[derive(Debug)]
+pub(super) struct CompiledTool {
+    pub id: String,
+    pub name: String,
+    pub available_in_states: Option<Vec<String>>,
+    pub enabled: bool,
+    pub deprecated: bool,
+    /// Position of the tool in `catalog.tools`.
+    pub catalog_position: usize,
+    /// The manifest entry's JSON without `groups` and the closing brace, and its hash.
+    pub entry: ToolEntry,
+}
+
+#[derive(Debug)]
+pub(super) struct CompiledGroup {
+    pub id: String,
+    pub name: String,
+    pub active: bool,
+    /// Position of the group in `catalog.groups`.
+    pub catalog_position: usize,
+    /// Tools matching all selectors (empty when the group has none).
+    pub selected: FixedBitSet,
+    /// Explicitly added tools that exist.
+    pub explicit: FixedBitSet,
+    /// Excluded tools that exist.
+    pub excluded: FixedBitSet,
+    /// `(selected ∪ explicit) − excluded`, or nothing when inactive.
+    pub members: FixedBitSet,
+}
+
+#[derive(Debug)]
+pub(super) struct CompiledPolicy {
+    pub priority: i64,
+    /// Position of the policy in `catalog.policies`.
+    pub catalog_position: usize,
+    /// Indices into `Snapshot::matchers`, in the policy's own order.
+    pub matchers: Vec<u32>,
+    /// Indices of existing groups (inactive ones included: they simply have no members).
+    pub allowed: Vec<u32>,
+    pub denied: Vec<u32>,
+}
+
+#[derive(Debug)]
+pub(super) struct SharedMatcher {
+    /// Index into `Snapshot::paths`.
+    pub path: u32,
+    pub matcher: CompiledMatcher,
+}
+
+/// Why a catalog could not be compiled. A catalog that passed
+/// [`validate`](super::validate::validate) always compiles.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct CompileError {
+    pub field: String,
+    pub message: String,
+}
+
+impl Snapshot {
+    /// Compiles a (normalised) catalog. Dangling references are tolerated and contribute
+    /// nothing, as SEMANTICS.md says; only patterns, paths and matcher values must be valid.
+    pub fn compile(catalog: Catalog, revision: u64) -> Result<Snapshot, CompileError> {
+        let mut order: Vec<usize> = (0..catalog.tools.len()).collect();
+        order.sort_by(|&a, &b| catalog.tools[a].id.cmp(&catalog.tools[b].id));
+        order.dedup_by(|&mut a, &mut b| catalog.tools[a].id == catalog.tools[b].id);
+
+        let sources: HashMap<&str, (usize, &super::model::Source)> = catalog
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, source)| (source.id.as_str(), (i, source)))
+            .collect();
+
+        let tool_count = order.len();
+        let mut tools = Vec::with_capacity(tool_count);
+        let mut tool_index = HashMap::with_capacity(tool_count);
+        let mut visible = FixedBitSet::with_capacity(tool_count);
+        for (index, &position) in order.iter().enumerate() {
+            let tool = &catalog.tools[position];
+            let source_enabled = sources
+                .get(tool.source_id.as_str())
+                .is_some_and(|(_, source)| source.enabled);
+            visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
+            tool_index.insert(tool.id.clone(), index as u32);
+            tools.push(CompiledTool {
+                id: tool.id.clone(),
+                name: tool.name.clone(),
+                available_in_states: tool.available_in_states.clone(),
+                enabled: tool.enabled,
+                deprecated: tool.deprecated,
+                catalog_position: position,
+                entry: ToolEntry::new(tool),
+            });
+        }
+
+        let catalog_tools: Vec<&Tool> = order.iter().map(|&p| &catalog.tools[p]).collect();
+        let mut selection = SelectionIndex::new(&catalog_tools, &sources);
+
+        let mut group_order: Vec<usize> = (0..catalog.groups.len()).collect();
+        group_order.sort_by(|&a, &b| catalog.groups[a].id.cmp(&catalog.groups[b].id));
+        group_order.dedup_by(|&mut a, &mut b| catalog.groups[a].id == catalog.groups[b].id);
+        let mut groups = Vec::with_capacity(group_order.len());
+        let mut group_index = HashMap::with_capacity(group_order.len());
+        for &position in &group_order {
+            let group = &catalog.groups[position];
+            let at = format!("groups[{position}]");
+            let mut selected = FixedBitSet::with_capacity(tool_count);
+            if !group.selectors.is_empty() {
+                selected.insert_range(..);
+                for (j, selector) in group.selectors.iter().enumerate() {
+                    let matched = selection.matching(selector, &format!("{at}.selectors[{j}]"))?;
+                    selected.intersect_with(&matched);
+                }
+            }
+            let explicit = bitset_of(&group.explicit_tool_ids, &tool_index, tool_count);
+            let excluded = bitset_of(&group.excluded_tool_ids, &tool_index, tool_count);
+            let mut members = FixedBitSet::with_capacity(tool_count);
+            if group.active {
+                members.union_with(&selected);
+                members.union_with(&explicit);
+                members.difference_with(&excluded);
+            }
+            group_index.insert(group.id.clone(), groups.len() as u32);
+            groups.push(CompiledGroup {
+                id: group.id.clone(),
+                name: group.name.clone(),
+                active: group.active,
+                catalog_position: position,
+                selected,
+                explicit,
+                excluded,
+                members,
+            });
+        }
+
+        let mut interner = MatcherInterner::default();
+        let mut policies = Vec::new();
+        for (position, policy) in catalog.policies.iter().enumerate() {
+            if !policy.active {
+                continue;
+            }
+            let matchers = policy
+                .claim_matchers
+                .iter()
+                .enumerate()
+                .map(|(j, matcher)| {
+                    interner.intern(
+                        matcher,
+                        &format!("policies[{position}].claim_matchers[{j}]"),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let groups_of = |ids: &[String]| -> Vec<u32> {
+                let mut indices: Vec<u32> = ids
+                    .iter()
+                    .filter_map(|id| group_index.get(id).copied())
+                    .collect();
+                indices.sort_unstable();
+                indices.dedup();
+                indices
+            };
+            policies.push(CompiledPolicy {
+                priority: policy.priority,
+                catalog_position: position,
+                matchers,
+                allowed: groups_of(&policy.allowed_group_ids),
+                denied: groups_of(&policy.denied_group_ids),
+            });
+        }
+        policies.sort_by(|a, b| {
+            b.priority.cmp(&a.priority).then_with(|| {
+                catalog.policies[a.catalog_position]
+                    .id
+                    .cmp(&catalog.policies[b.catalog_position].id)
+            })
+        });
+
+        Ok(Snapshot {
+            revision,
+            tools,
+            tool_index,
+            visible,
+            groups,
+            group_index,
+            policies,
+            paths: interner.paths,
+            matchers: interner.matchers,
+            catalog,
+        })
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The catalog this snapshot was compiled from.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn tool_count(&self) -> usize {
+        self.tools.len()
+    }
+}
+
+fn bitset_of(ids: &[String], index: &HashMap<String, u32>, len: usize) -> FixedBitSet {
+    let mut set = FixedBitSet::with_capacity(len);
+    for id in ids {
+        if let Some(&i) = index.get(id) {
+            set.insert(i as usize);
+        }
+    }
+    set
+}
+
+/// Deduplicates claim paths and matchers while compiling policies.
+#[derive(Default)]
+struct MatcherInterner {
+    paths: Vec<ClaimPath>,
+    path_ids: HashMap<String, u32>,
+    matchers: Vec<SharedMatcher>,
+    matcher_ids: HashMap<(u32, String, String), u32>,
+}
+
+impl MatcherInterner {
+    fn intern(
+        &mut self,
+        matcher: &super::model::ClaimMatcher,
+        at: &str,
+    ) -> Result<u32, CompileError> {
+        let path = match self.path_ids.get(&matcher.json_path) {
+            Some(&id) => id,
+            None => {
+                let parsed =
+                    ClaimPath::parse(&matcher.json_path).map_err(|message| CompileError {
+                        field: format!("{at}.json_path"),
+                        message,
+                    })?;
+                let id = self.paths.len() as u32;
+                self.paths.push(parsed);
+                self.path_ids.insert(matcher.json_path.clone(), id);
+                id
+            }
+        };
+        let key = (path, matcher.operator.clone(), matcher.value.to_string());
+        if let Some(&id) = self.matcher_ids.get(&key) {
+            return Ok(id);
+        }
+        let compiled = CompiledMatcher::compile(matcher).map_err(|error| CompileError {
+            field: format!("{at}.{}", error.field),
+            message: error.message,
+        })?;
+        let id = self.matchers.len() as u32;
+        self.matchers.push(SharedMatcher {
+            path,
+            matcher: compiled,
+        });
+        self.matcher_ids.insert(key, id);
+        Ok(id)
+    }
+}
+
+/// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
+/// pattern shared by many groups is matched against the tools once.
+struct SelectionIndex<'c> {
+    tools: &'c [&'c Tool],
+    /// Each tool's source name (`""` when the source does not exist).
+    source_names: Vec<&'c str>,
+    by_source_pattern: HashMap<&'c str, FixedBitSet>,
+    by_name_pattern: HashMap<&'c str, FixedBitSet>,
+    by_path_pattern: HashMap<&'c str, FixedBitSet>,
+    by_method_pattern: HashMap<&'c str, FixedBitSet>,
+    by_tag: HashMap<&'c str, FixedBitSet>,
+    by_label: HashMap<&'c str, FixedBitSet>,
+    empty: FixedBitSet,
+}
+
+impl<'c> SelectionIndex<'c> {
+    fn new(
+        tools: &'c [&'c Tool],
+        sources: &HashMap<&str, (usize, &'c super::model::Source)>,
+    ) -> Self {
+        let len = tools.len();
+        let mut by_tag: HashMap<&str, FixedBitSet> = HashMap::new();
+        let mut by_label: HashMap<&str, FixedBitSet> = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            for tag in &tool.tags {
+                by_tag
+                    .entry(tag.as_str())
+                    .or_insert_with(|| FixedBitSet::with_capacity(len))
+                    .insert(i);
+            }
+            for label in &tool.label_ids {
+                by_label
+                    .entry(label.as_str())
+                    .or_insert_with(|| FixedBitSet::with_capacity(len))
+                    .insert(i);
+            }
+        }
+        let source_names = tools
+            .iter()
+            .map(|tool| {
+                sources
+                    .get(tool.source_id.as_str())
+                    .map_or("", |(_, source)| source.name.as_str())
+            })
+            .collect();
+        SelectionIndex {
+            tools,
+            source_names,
+            by_source_pattern: HashMap::new(),
+            by_name_pattern: HashMap::new(),
+            by_path_pattern: HashMap::new(),
+            by_method_pattern: HashMap::new(),
+            by_tag,
+            by_label,
+            empty: FixedBitSet::with_capacity(len),
+        }
+    }
+
+    fn matching(&mut self, selector: &'c Selector, at: &str) -> Result<FixedBitSet, CompileError> {
+        let len = self.tools.len();
+        let mut result = FixedBitSet::with_capacity(len);
+        result.insert_range(..);
+        let tools = self.tools;
+        let source_names = &self.source_names;
+        let criteria: [(&str, Option<&'c String>, Field); 4] = [
+            (
+                "source_pattern",
+                Some(&selector.source_pattern),
+                Field::SourceName,
+            ),
+            ("name_pattern", Some(&selector.name_pattern), Field::Name),
+            ("path_pattern", selector.path_pattern.as_ref(), Field::Path),
+            (
+                "method_pattern",
+                selector.method_pattern.as_ref(),
+                Field::Method,
+            ),
+        ];
+        for (field_name, pattern, field) in criteria {
+            let Some(pattern) = pattern
+                .map(String::as_str)
+                .filter(|p| !p.is_empty() && *p != "*")
+            else {
+                continue;
+            };
+            let cache = match field {
+                Field::SourceName => &mut self.by_source_pattern,
+                Field::Name => &mut self.by_name_pattern,
+                Field::Path => &mut self.by_path_pattern,
+                Field::Method => &mut self.by_method_pattern,
+            };
+            if !cache.contains_key(pattern) {
+                let compiled = Pattern::selector(pattern).map_err(|message| CompileError {
+                    field: format!("{at}.{field_name}"),
+                    message,
+                })?;
+                let mut matched = FixedBitSet::with_capacity(len);
+                let mut memo: HashMap<&str, bool> = HashMap::new();
+                for (i, tool) in tools.iter().enumerate() {
+                    let value = match field {
+                        Field::SourceName => source_names[i],
+                        Field::Name => tool.name.as_str(),
+                        Field::Path => tool.path.as_deref().unwrap_or(""),
+                        Field::Method => tool.method.as_deref().unwrap_or(""),
+                    };
+                    let hit = *memo
+                        .entry(value)
+                        .or_insert_with(|| compiled.is_match(value));
+                    matched.set(i, hit);
+                }
+                cache.insert(pattern, matched);
+            }
+            result.intersect_with(&cache[pattern]);
+        }
+        for tag in &selector.required_tags {
+            result.intersect_with(self.by_tag.get(tag.as_str()).unwrap_or(&self.empty));
+        }
+        for tag in &selector.excluded_tags {
+            if let Some(tagged) = self.by_tag.get(tag.as_str()) {
+                result.difference_with(tagged);
+            }
+        }
+        for label in &selector.required_label_ids {
+            result.intersect_with(self.by_label.get(label.as_str()).unwrap_or(&self.empty));
+        }
+        Ok(result)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Field {
+    SourceName,
+    Name,
+    Path,
+    Method,
+}
