@@ -238,3 +238,6 @@ impl Snapshot {
         entries
     }
 }
+
+#[cfg(test)]
+mod tests;
