@@ -5,3 +5,6 @@
 
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
+
+/// JWT verification (HMAC secret and JWKS keys) and dev-token minting.
+pub mod auth;
