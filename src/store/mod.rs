@@ -15,6 +15,8 @@ use serde_json::Value;
 
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 
+pub mod embedded;
+
 /// The five collections, as named in URLs, audit records and store tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -42,6 +44,9 @@ impl EntityKind {
 }
 
 /// One entity of any kind, as stored.
+// Unboxed on purpose: an entity is built once per admin write and moved into a commit, so the
+// size difference costs nothing measurable, and boxing would change the port other code builds on.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entity {
     Source(Source),
@@ -74,6 +79,8 @@ impl Entity {
 }
 
 /// One step of a commit.
+// Unboxed on purpose, as `Entity`.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Insert or replace the entity with this kind and id.
@@ -133,6 +140,22 @@ pub struct AuditQuery {
     pub after_seq: Option<u64>,
     /// At most this many records, oldest first.
     pub limit: usize,
+}
+
+impl AuditQuery {
+    /// The page size when `limit` is 0.
+    pub const DEFAULT_LIMIT: usize = 100;
+    /// The most records one query returns, whatever `limit` asks for: a page stays cheap to
+    /// build and to send.
+    pub const MAX_LIMIT: usize = 1000;
+
+    /// How many records this query returns at most; every backend pages the same way.
+    pub fn effective_limit(&self) -> usize {
+        match self.limit {
+            0 => Self::DEFAULT_LIMIT,
+            limit => limit.min(Self::MAX_LIMIT),
+        }
+    }
 }
 
 /// The catalog as stored, with the revision it is at.
