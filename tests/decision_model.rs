@@ -23,7 +23,10 @@ use toolgate::domain::snapshot::Snapshot;
 /// Naive glob: `*`, `?`, `[..]`, `[!..]`, `{a,b}`; whole string; optional ASCII case folding.
 fn glob_match(pattern: &str, text: &str, fold: bool) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = if fold {
-        (pattern.to_lowercase().chars().collect(), text.to_lowercase().chars().collect())
+        (
+            pattern.to_lowercase().chars().collect(),
+            text.to_lowercase().chars().collect(),
+        )
     } else {
         (pattern.chars().collect(), text.chars().collect())
     };
@@ -36,7 +39,10 @@ fn glob_at(p: &[char], t: &[char]) -> bool {
         Some('*') => (0..=t.len()).any(|skip| glob_at(&p[1..], &t[skip..])),
         Some('?') => !t.is_empty() && glob_at(&p[1..], &t[1..]),
         Some('[') => {
-            let close = p.iter().position(|&c| c == ']').expect("generated classes are closed");
+            let close = p
+                .iter()
+                .position(|&c| c == ']')
+                .expect("generated classes are closed");
             let (negated, set) = match p[1] {
                 '!' => (true, &p[2..close]),
                 _ => (false, &p[1..close]),
@@ -44,7 +50,10 @@ fn glob_at(p: &[char], t: &[char]) -> bool {
             !t.is_empty() && (set.contains(&t[0]) != negated) && glob_at(&p[close + 1..], &t[1..])
         }
         Some('{') => {
-            let close = p.iter().position(|&c| c == '}').expect("generated braces are closed");
+            let close = p
+                .iter()
+                .position(|&c| c == '}')
+                .expect("generated braces are closed");
             let inner: String = p[1..close].iter().collect();
             inner.split(',').any(|alternative| {
                 let mut candidate: Vec<char> = alternative.chars().collect();
@@ -61,7 +70,9 @@ fn selector_pattern_matches(pattern: &str, value: &str) -> bool {
         return true;
     }
     match pattern.strip_prefix("regex:") {
-        Some(expr) => regex::Regex::new(&format!("(?i)^(?:{expr})$")).expect("valid").is_match(value),
+        Some(expr) => regex::Regex::new(&format!("(?i)^(?:{expr})$"))
+            .expect("valid")
+            .is_match(value),
         None => glob_match(pattern, value, true),
     }
 }
@@ -133,10 +144,12 @@ fn matcher_holds(claims: &Map<String, Value>, m: &ClaimMatcher) -> bool {
         (Value::String(c), Value::String(v)) => c.contains(v.as_str()),
         _ => false,
     };
-    let within = || elements(&claim).iter().any(|e| items().iter().any(|item| scalar_eq(e, item)));
-    let compare = |ok: fn(f64, f64) -> bool| {
-        matches!((number_of(&claim), number_of(&m.value)), (Some(c), Some(v)) if ok(c, v))
+    let within = || {
+        elements(&claim)
+            .iter()
+            .any(|e| items().iter().any(|item| scalar_eq(e, item)))
     };
+    let compare = |ok: fn(f64, f64) -> bool| matches!((number_of(&claim), number_of(&m.value)), (Some(c), Some(v)) if ok(c, v));
     match m.operator.as_str() {
         "exists" => true,
         "not_exists" => false,
@@ -147,7 +160,8 @@ fn matcher_holds(claims: &Map<String, Value>, m: &ClaimMatcher) -> bool {
         "in" => within(),
         "not_in" => !within(),
         "matches" => {
-            let re = regex::Regex::new(&format!("^(?:{})$", m.value.as_str().expect("string"))).expect("valid");
+            let re = regex::Regex::new(&format!("^(?:{})$", m.value.as_str().expect("string")))
+                .expect("valid");
             elements(&claim).iter().any(|e| match e {
                 Value::String(s) => re.is_match(s),
                 Value::Number(n) => re.is_match(&n.to_string()),
@@ -179,7 +193,9 @@ fn selector_matches(catalog: &Catalog, s: &Selector, tool: &Tool) -> bool {
         && optional(&s.method_pattern, &tool.method)
         && s.required_tags.iter().all(|t| tool.tags.contains(t))
         && !s.excluded_tags.iter().any(|t| tool.tags.contains(t))
-        && s.required_label_ids.iter().all(|l| tool.label_ids.contains(l))
+        && s.required_label_ids
+            .iter()
+            .all(|l| tool.label_ids.contains(l))
 }
 
 fn members(catalog: &Catalog, group_id: &str) -> BTreeSet<String> {
@@ -192,7 +208,11 @@ fn members(catalog: &Catalog, group_id: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     if !group.selectors.is_empty() {
         for tool in &catalog.tools {
-            if group.selectors.iter().all(|s| selector_matches(catalog, s, tool)) {
+            if group
+                .selectors
+                .iter()
+                .all(|s| selector_matches(catalog, s, tool))
+            {
                 out.insert(tool.id.clone());
             }
         }
@@ -231,31 +251,47 @@ fn reference(catalog: &Catalog, claims: &Map<String, Value>, options: &ManifestO
         let covering: Vec<(i64, bool)> = matching
             .iter()
             .filter_map(|p| {
-                let allows = p.allowed_group_ids.iter().any(|g| members(catalog, g).contains(&tool.id));
-                let denies = p.denied_group_ids.iter().any(|g| members(catalog, g).contains(&tool.id));
+                let allows = p
+                    .allowed_group_ids
+                    .iter()
+                    .any(|g| members(catalog, g).contains(&tool.id));
+                let denies = p
+                    .denied_group_ids
+                    .iter()
+                    .any(|g| members(catalog, g).contains(&tool.id));
                 (allows || denies).then_some((p.priority, denies))
             })
             .collect();
         let Some(top) = covering.iter().map(|(priority, _)| *priority).max() else {
             continue;
         };
-        if !covering.iter().any(|&(priority, denies)| priority == top && denies) {
+        if !covering
+            .iter()
+            .any(|&(priority, denies)| priority == top && denies)
+        {
             granted.push(tool);
         }
     }
     let visible = |tool: &Tool| {
         tool.enabled
             && !tool.deprecated
-            && catalog.sources.iter().any(|s| s.id == tool.source_id && s.enabled)
+            && catalog
+                .sources
+                .iter()
+                .any(|s| s.id == tool.source_id && s.enabled)
     };
-    let candidates: Vec<&Tool> =
-        granted.into_iter().filter(|t| options.include_disabled || visible(t)).collect();
+    let candidates: Vec<&Tool> = granted
+        .into_iter()
+        .filter(|t| options.include_disabled || visible(t))
+        .collect();
     let mut warnings = Vec::new();
     if let Some(names) = &options.tools {
         for name in names {
             let plain = !name.contains(['*', '?', '[', ']', '{', '}', '\\']);
             if plain && !candidates.iter().any(|t| &t.name == name) {
-                warnings.push(format!("tools: '{name}' matches no tool available to this agent"));
+                warnings.push(format!(
+                    "tools: '{name}' matches no tool available to this agent"
+                ));
             }
         }
     }
@@ -276,7 +312,9 @@ fn reference(catalog: &Catalog, claims: &Map<String, Value>, options: &ManifestO
         })
         .filter(|tool| match &options.tools {
             None => true,
-            Some(globs) => globs.iter().any(|g| g == "*" || glob_match(g, &tool.name, false)),
+            Some(globs) => globs
+                .iter()
+                .any(|g| g == "*" || glob_match(g, &tool.name, false)),
         })
         .collect();
     kept.sort_by(|a, b| a.id.cmp(&b.id));
@@ -299,15 +337,37 @@ fn reference(catalog: &Catalog, claims: &Map<String, Value>, options: &ManifestO
 // ---------------------------------------------------------------------------------------------
 
 const SOURCE_NAMES: [&str; 3] = ["alpha-api", "Beta", "gamma-api"];
-const TOOL_NAMES: [&str; 7] =
-    ["get_user", "list_users", "create_user", "delete_user", "get_invoice", "Get_report", "search"];
+const TOOL_NAMES: [&str; 7] = [
+    "get_user",
+    "list_users",
+    "create_user",
+    "delete_user",
+    "get_invoice",
+    "Get_report",
+    "search",
+];
 const METHODS: [Option<&str>; 5] = [Some("GET"), Some("POST"), Some("get"), Some(""), None];
-const PATHS: [Option<&str>; 4] = [Some("/users"), Some("/users/{id}/x"), Some("/invoices"), None];
+const PATHS: [Option<&str>; 4] = [
+    Some("/users"),
+    Some("/users/{id}/x"),
+    Some("/invoices"),
+    None,
+];
 const TAGS: [&str; 3] = ["read", "write", "Read"];
 const LABELS: [&str; 2] = ["l1", "l2"];
 const PATTERNS: [&str; 12] = [
-    "*", "*-api", "alpha*", "get_*", "*_user?", "[gl]*", "[!g]*", "{get,list}_*", "?et_*",
-    "regex:(get|list)_.*", "regex:beta", "/users*",
+    "*",
+    "*-api",
+    "alpha*",
+    "get_*",
+    "*_user?",
+    "[gl]*",
+    "[!g]*",
+    "{get,list}_*",
+    "?et_*",
+    "regex:(get|list)_.*",
+    "regex:beta",
+    "/users*",
 ];
 const STATES: [&str; 3] = ["research", "x", "*"];
 
@@ -327,20 +387,23 @@ fn tool_strategy(sources: usize) -> impl Strategy<Value = Tool> {
         prop::bool::weighted(0.15),
         prop::option::weighted(0.4, prop::sample::subsequence(STATES.to_vec(), 0..=2)),
     )
-        .prop_map(|(source, name, method, path, tags, labels, enabled, deprecated, states)| {
-            let mut tool: Tool = serde_json::from_value(json!({
-                "source_id": format!("s{source}"), "operation_id": "op", "name": name,
-            }))
-            .expect("tool");
-            tool.method = method.map(str::to_owned);
-            tool.path = path.map(str::to_owned);
-            tool.tags = tags.into_iter().map(str::to_owned).collect();
-            tool.label_ids = labels.into_iter().map(str::to_owned).collect();
-            tool.enabled = enabled;
-            tool.deprecated = deprecated;
-            tool.available_in_states = states.map(|s| s.into_iter().map(str::to_owned).collect());
-            tool
-        })
+        .prop_map(
+            |(source, name, method, path, tags, labels, enabled, deprecated, states)| {
+                let mut tool: Tool = serde_json::from_value(json!({
+                    "source_id": format!("s{source}"), "operation_id": "op", "name": name,
+                }))
+                .expect("tool");
+                tool.method = method.map(str::to_owned);
+                tool.path = path.map(str::to_owned);
+                tool.tags = tags.into_iter().map(str::to_owned).collect();
+                tool.label_ids = labels.into_iter().map(str::to_owned).collect();
+                tool.enabled = enabled;
+                tool.deprecated = deprecated;
+                tool.available_in_states =
+                    states.map(|s| s.into_iter().map(str::to_owned).collect());
+                tool
+            },
+        )
 }
 
 fn selector_strategy() -> impl Strategy<Value = Selector> {
@@ -348,25 +411,36 @@ fn selector_strategy() -> impl Strategy<Value = Selector> {
         prop::option::weighted(0.4, pick(&PATTERNS)),
         prop::option::weighted(0.5, pick(&PATTERNS)),
         prop::option::weighted(0.2, pick(&PATTERNS)),
-        prop::option::weighted(0.3, prop_oneof![Just("GET"), Just("post"), Just(""), Just("{GET,POST}")]),
+        prop::option::weighted(
+            0.3,
+            prop_oneof![Just("GET"), Just("post"), Just(""), Just("{GET,POST}")],
+        ),
         prop::sample::subsequence(TAGS.to_vec(), 0..=1),
         prop::sample::subsequence(TAGS.to_vec(), 0..=1),
         prop::sample::subsequence(LABELS.to_vec(), 0..=1),
     )
-        .prop_map(|(source, name, path, method, required, excluded, labels)| Selector {
-            source_pattern: source.unwrap_or("*").to_owned(),
-            name_pattern: name.unwrap_or("*").to_owned(),
-            path_pattern: path.map(str::to_owned),
-            method_pattern: method.map(str::to_owned),
-            required_tags: required.into_iter().map(str::to_owned).collect(),
-            excluded_tags: excluded.into_iter().map(str::to_owned).collect(),
-            required_label_ids: labels.into_iter().map(str::to_owned).collect(),
-        })
+        .prop_map(
+            |(source, name, path, method, required, excluded, labels)| Selector {
+                source_pattern: source.unwrap_or("*").to_owned(),
+                name_pattern: name.unwrap_or("*").to_owned(),
+                path_pattern: path.map(str::to_owned),
+                method_pattern: method.map(str::to_owned),
+                required_tags: required.into_iter().map(str::to_owned).collect(),
+                excluded_tags: excluded.into_iter().map(str::to_owned).collect(),
+                required_label_ids: labels.into_iter().map(str::to_owned).collect(),
+            },
+        )
 }
 
 /// Tool ids are `s{source}:op{index}`; `ghost` never exists.
 fn tool_ref(tools: usize) -> impl Strategy<Value = String> {
-    (0..tools + 1).prop_map(move |i| if i == tools { "ghost".to_owned() } else { format!("op{i}") })
+    (0..tools + 1).prop_map(move |i| {
+        if i == tools {
+            "ghost".to_owned()
+        } else {
+            format!("op{i}")
+        }
+    })
 }
 
 fn group_strategy(tools: usize) -> impl Strategy<Value = ToolGroup> {
@@ -392,20 +466,53 @@ fn group_strategy(tools: usize) -> impl Strategy<Value = ToolGroup> {
 }
 
 fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
-    let paths = pick(&["roles", "depth", "tenant", "flags", "nested.team", "/nested/team", "roles.0", "missing", "nothing"]);
+    let paths = pick(&[
+        "roles",
+        "depth",
+        "tenant",
+        "flags",
+        "nested.team",
+        "/nested/team",
+        "roles.0",
+        "missing",
+        "nothing",
+    ]);
     let scalar = prop_oneof![
-        Just(json!("admin")), Just(json!("acme")), Just(json!("1")), Just(json!("red")),
-        Just(json!("true")), Just(json!(0)), Just(json!(1)), Just(json!(2)), Just(json!(true)),
+        Just(json!("admin")),
+        Just(json!("acme")),
+        Just(json!("1")),
+        Just(json!("red")),
+        Just(json!("true")),
+        Just(json!(0)),
+        Just(json!(1)),
+        Just(json!(2)),
+        Just(json!(true)),
         Just(json!(1.5)),
     ];
     let list = prop_oneof![
-        Just(json!(["admin", "x"])), Just(json!([1, 2])), Just(json!("acme, beta")),
-        Just(json!("red,1")), Just(json!([true, "staff"])),
+        Just(json!(["admin", "x"])),
+        Just(json!([1, 2])),
+        Just(json!("acme, beta")),
+        Just(json!("red,1")),
+        Just(json!([true, "staff"])),
     ];
-    let regex = prop_oneof![Just(json!("a.*")), Just(json!("[0-9]+")), Just(json!("red|blue")), Just(json!("(admin|staff)"))];
-    let number = prop_oneof![Just(json!(0)), Just(json!(1)), Just(json!("1.5")), Just(json!(2))];
+    let regex = prop_oneof![
+        Just(json!("a.*")),
+        Just(json!("[0-9]+")),
+        Just(json!("red|blue")),
+        Just(json!("(admin|staff)"))
+    ];
+    let number = prop_oneof![
+        Just(json!(0)),
+        Just(json!(1)),
+        Just(json!("1.5")),
+        Just(json!(2))
+    ];
     let op_value = prop_oneof![
-        (pick(&["equals", "not_equals", "contains", "not_contains"]), scalar),
+        (
+            pick(&["equals", "not_equals", "contains", "not_contains"]),
+            scalar
+        ),
         (pick(&["in", "not_in"]), list),
         (Just("matches"), regex),
         (pick(&["gt", "gte", "lt", "lte"]), number),
@@ -419,7 +526,13 @@ fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
 }
 
 fn policy_strategy(groups: usize) -> impl Strategy<Value = AccessPolicy> {
-    let group_ref = (0..groups + 1).prop_map(move |i| if i == groups { "ghost".to_owned() } else { format!("g{i}") });
+    let group_ref = (0..groups + 1).prop_map(move |i| {
+        if i == groups {
+            "ghost".to_owned()
+        } else {
+            format!("g{i}")
+        }
+    });
     (
         prop::collection::vec(matcher_strategy(), 1..=2),
         prop::collection::vec(group_ref.clone(), 0..=2),
@@ -427,20 +540,22 @@ fn policy_strategy(groups: usize) -> impl Strategy<Value = AccessPolicy> {
         -1i64..=2,
         prop::bool::weighted(0.9),
     )
-        .prop_map(|(claim_matchers, allowed, denied, priority, active)| AccessPolicy {
-            id: String::new(),
-            name: String::new(),
-            description: String::new(),
-            priority,
-            active,
-            claim_matchers,
-            allowed_group_ids: allowed,
-            denied_group_ids: denied,
-            created_at: None,
-            updated_at: None,
-            created_by: None,
-            updated_by: None,
-        })
+        .prop_map(
+            |(claim_matchers, allowed, denied, priority, active)| AccessPolicy {
+                id: String::new(),
+                name: String::new(),
+                description: String::new(),
+                priority,
+                active,
+                claim_matchers,
+                allowed_group_ids: allowed,
+                denied_group_ids: denied,
+                created_at: None,
+                updated_at: None,
+                created_by: None,
+                updated_by: None,
+            },
+        )
 }
 
 fn catalog_strategy() -> impl Strategy<Value = Catalog> {
@@ -496,24 +611,58 @@ fn catalog_strategy() -> impl Strategy<Value = Catalog> {
                     updated_by: None,
                 })
                 .collect();
-            Catalog { sources, tools, labels, groups, policies }
+            Catalog {
+                sources,
+                tools,
+                labels,
+                groups,
+                policies,
+            }
         })
 }
 
 fn claims_strategy() -> impl Strategy<Value = Map<String, Value>> {
     (
         prop::option::of(prop_oneof![
-            Just(json!(["admin", "staff"])), Just(json!(["dev"])), Just(json!([])), Just(json!("admin")), Just(Value::Null),
+            Just(json!(["admin", "staff"])),
+            Just(json!(["dev"])),
+            Just(json!([])),
+            Just(json!("admin")),
+            Just(Value::Null),
         ]),
-        prop::option::of(prop_oneof![Just(json!(0)), Just(json!(1)), Just(json!(2)), Just(json!("1")), Just(json!(1.5))]),
-        prop::option::of(prop_oneof![Just(json!("acme")), Just(json!("ACME")), Just(json!("beta,acme"))]),
-        prop::option::of(prop_oneof![Just(json!(true)), Just(json!(false)), Just(json!("true"))]),
-        prop::option::of(prop_oneof![Just(json!({"team": "red"})), Just(json!({"team": "blue"})), Just(json!({"team": 1}))]),
+        prop::option::of(prop_oneof![
+            Just(json!(0)),
+            Just(json!(1)),
+            Just(json!(2)),
+            Just(json!("1")),
+            Just(json!(1.5))
+        ]),
+        prop::option::of(prop_oneof![
+            Just(json!("acme")),
+            Just(json!("ACME")),
+            Just(json!("beta,acme"))
+        ]),
+        prop::option::of(prop_oneof![
+            Just(json!(true)),
+            Just(json!(false)),
+            Just(json!("true"))
+        ]),
+        prop::option::of(prop_oneof![
+            Just(json!({"team": "red"})),
+            Just(json!({"team": "blue"})),
+            Just(json!({"team": 1}))
+        ]),
     )
         .prop_map(|(roles, depth, tenant, flags, nested)| {
             let mut claims = Map::new();
             claims.insert("sub".into(), json!("agent"));
-            for (key, value) in [("roles", roles), ("depth", depth), ("tenant", tenant), ("flags", flags), ("nested", nested)] {
+            for (key, value) in [
+                ("roles", roles),
+                ("depth", depth),
+                ("tenant", tenant),
+                ("flags", flags),
+                ("nested", nested),
+            ] {
                 if let Some(value) = value {
                     claims.insert(key.into(), value);
                 }
@@ -531,16 +680,27 @@ fn options_strategy() -> impl Strategy<Value = ManifestOptions> {
     let state = prop::option::weighted(0.3, pick(&["research", "x", "other"]));
     let tools = prop::option::weighted(
         0.3,
-        prop::sample::subsequence(vec!["get_user", "search", "get_*", "*", "nope", "Get_report", "[lc]*"], 0..=2),
+        prop::sample::subsequence(
+            vec![
+                "get_user",
+                "search",
+                "get_*",
+                "*",
+                "nope",
+                "Get_report",
+                "[lc]*",
+            ],
+            0..=2,
+        ),
     );
-    (prop::bool::weighted(0.3), groups, state, tools).prop_map(|(include_disabled, groups, state, tools)| {
-        ManifestOptions {
+    (prop::bool::weighted(0.3), groups, state, tools).prop_map(
+        |(include_disabled, groups, state, tools)| ManifestOptions {
             include_disabled,
             groups: groups.map(|g| g.into_iter().map(str::to_owned).collect()),
             state: state.map(str::to_owned),
             tools: tools.map(|t| t.into_iter().map(str::to_owned).collect()),
-        }
-    })
+        },
+    )
 }
 
 proptest! {

@@ -11,6 +11,7 @@
 //! are checked only against the configured secret, asymmetric tokens only against keys from the
 //! configured JWKS, and `alg: none` is never accepted.
 
+mod admin;
 mod bearer;
 mod claims;
 mod error;
@@ -23,6 +24,7 @@ mod settings;
 mod token;
 mod verify;
 
+pub use admin::AdminRule;
 pub use bearer::bearer_token;
 pub use error::{AuthError, AuthSetupError, JwksError, MintError};
 pub use mint::mint_hs256;

@@ -1,0 +1,372 @@
+//! `GET/POST /admin/<collection>` and `GET/PUT/PATCH/DELETE /admin/<collection>/{id}`, once for
+//! all five entity kinds.
+//!
+//! Every write goes through [`CatalogService::write`](crate::service::CatalogService::write): it
+//! is validated against the whole catalog and committed atomically with its audit record.
+//! Writes answer with the new catalog revision in the `x-catalog-revision` header.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use chrono::Utc;
+use serde_json::{Map, Value};
+
+use super::entity::CatalogEntity;
+use super::{REVISION_HEADER, actor};
+use crate::http::AppState;
+use crate::http::errors::ApiError;
+use crate::http::extract::{Admin, JsonBody, QueryPairs};
+use crate::service::{AuditNote, Focus, Mutation, WriteError};
+
+/// Page size when `limit` is not given, and the most one page may hold.
+const DEFAULT_LIMIT: usize = 100;
+const MAX_LIMIT: usize = 1000;
+
+pub fn routes<E: CatalogEntity>() -> Router<AppState> {
+    Router::new()
+        .route("/", get(list::<E>).post(create::<E>))
+        .route(
+            "/{id}",
+            get(read::<E>)
+                .put(replace::<E>)
+                .patch(patch::<E>)
+                .delete(delete::<E>),
+        )
+}
+
+async fn list<E: CatalogEntity>(
+    State(state): State<AppState>,
+    _admin: Admin,
+    QueryPairs(pairs): QueryPairs,
+) -> Result<Response, ApiError> {
+    let mut limit = DEFAULT_LIMIT;
+    let mut cursor: Option<String> = None;
+    let mut filters = Vec::new();
+    for (key, value) in pairs {
+        match key.as_str() {
+            "limit" => {
+                limit = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_LIMIT).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::Malformed(format!(
+                            "limit must be a whole number from 1 to {MAX_LIMIT}, found '{value}'"
+                        ))
+                    })?;
+            }
+            "cursor" => cursor = Some(value),
+            _ => filters.push((key, value)),
+        }
+    }
+    let snapshot = state.catalog.snapshot();
+    let mut items: Vec<&E> = E::all(snapshot.catalog()).iter().collect();
+    items.sort_by(|a, b| a.id().cmp(b.id()));
+    let mut selected = Vec::new();
+    for item in items {
+        if cursor.as_deref().is_some_and(|after| item.id() <= after) {
+            continue;
+        }
+        let mut keep = true;
+        for (key, value) in &filters {
+            keep &= item.filter(key, value).ok_or_else(|| {
+                ApiError::Malformed(format!(
+                    "unknown filter '{key}' for {}; expected limit, cursor, {}",
+                    E::KIND.as_str(),
+                    E::FILTERS
+                ))
+            })?;
+        }
+        if keep {
+            selected.push(item);
+        }
+        if selected.len() > limit {
+            break;
+        }
+    }
+    let next_cursor = (selected.len() > limit).then(|| {
+        selected.truncate(limit);
+        selected.last().map(|last| last.id().to_owned())
+    });
+    let body = serde_json::json!({
+        "data": selected,
+        "count": selected.len(),
+        "next_cursor": next_cursor.flatten(),
+        "revision": snapshot.revision(),
+    });
+    Ok(Json(body).into_response())
+}
+
+async fn read<E: CatalogEntity>(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let snapshot = state.catalog.snapshot();
+    let entity = E::all(snapshot.catalog())
+        .iter()
+        .find(|e| e.id() == id)
+        .ok_or_else(|| not_found::<E>(&id))?;
+    Ok(with_revision(
+        Json(entity).into_response(),
+        snapshot.revision(),
+    ))
+}
+
+async fn create<E: CatalogEntity>(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    headers: HeaderMap,
+    JsonBody(mut entity): JsonBody<E>,
+) -> Result<Response, ApiError> {
+    if entity.id().is_empty() {
+        let id = entity.generated_id();
+        entity.set_id(id);
+    }
+    let actor = actor(&agent, &headers);
+    let now = Utc::now();
+    {
+        let stamps = entity.stamps();
+        *stamps.created_at = Some(now);
+        *stamps.updated_at = Some(now);
+        *stamps.created_by = Some(actor.subject.clone());
+        *stamps.updated_by = Some(actor.subject.clone());
+    }
+    let focus = Focus {
+        kind: E::KIND,
+        id: entity.id().to_owned(),
+    };
+    let (stored, revision) = state
+        .catalog
+        .write(&actor, Some(&focus), |catalog| {
+            if E::all(catalog).iter().any(|e| e.id() == entity.id()) {
+                return Err(WriteError::Conflict(
+                    format!("a {} with id '{}' already exists", E::NOUN, entity.id()),
+                    Vec::new(),
+                ));
+            }
+            E::all_mut(catalog).push(entity.clone());
+            Ok(Mutation {
+                notes: vec![note::<E>("create", entity.id(), None, Some(&entity))],
+                value: entity.clone(),
+            })
+        })
+        .await?;
+    let location = format!(
+        "/admin/{}/{}",
+        E::KIND.as_str(),
+        encode_path_segment(stored.id())
+    );
+    let mut response = (StatusCode::CREATED, Json(&stored)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(with_revision(response, revision))
+}
+
+async fn replace<E: CatalogEntity>(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(entity): JsonBody<E>,
+) -> Result<Response, ApiError> {
+    update::<E>(&state, &agent, &headers, &id, |_| Ok(entity.clone())).await
+}
+
+async fn patch<E: CatalogEntity>(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(patch): JsonBody<Map<String, Value>>,
+) -> Result<Response, ApiError> {
+    update::<E>(&state, &agent, &headers, &id, |current| {
+        let mut merged = serde_json::to_value(current)
+            .map_err(|e| WriteError::Store(crate::store::StoreError::Corrupt(e.to_string())))?;
+        merge_patch(&mut merged, &Value::Object(patch.clone()));
+        serde_json::from_value::<E>(merged).map_err(|error| {
+            WriteError::Invalid(vec![crate::domain::validate::FieldError {
+                field: String::new(),
+                message: format!("the patched {} is not valid: {error}", E::NOUN),
+                kind: crate::domain::validate::ErrorKind::Invalid,
+            }])
+        })
+    })
+    .await
+}
+
+/// Shared by PUT and PATCH: the new entity keeps its id and creation stamps.
+async fn update<E: CatalogEntity>(
+    state: &AppState,
+    agent: &crate::http::extract::Agent,
+    headers: &HeaderMap,
+    id: &str,
+    new_version: impl Fn(&E) -> Result<E, WriteError>,
+) -> Result<Response, ApiError> {
+    let actor = actor(agent, headers);
+    let focus = Focus {
+        kind: E::KIND,
+        id: id.to_owned(),
+    };
+    let now = Utc::now();
+    let (stored, revision) = state
+        .catalog
+        .write(&actor, Some(&focus), |catalog| {
+            let items = E::all_mut(catalog);
+            let position = items
+                .iter()
+                .position(|e| e.id() == id)
+                .ok_or_else(|| WriteError::NotFound {
+                    kind: E::NOUN,
+                    id: id.to_owned(),
+                })?;
+            let mut before = items[position].clone();
+            let mut next = new_version(&before)?;
+            if next.id().is_empty() {
+                next.set_id(id.to_owned());
+            }
+            if next.id() != id {
+                return Err(WriteError::Invalid(vec![crate::domain::validate::FieldError {
+                    field: "id".to_owned(),
+                    message: format!(
+                        "the id in the body ('{}') differs from the id in the path ('{id}'); ids cannot be changed",
+                        next.id()
+                    ),
+                    kind: crate::domain::validate::ErrorKind::Invalid,
+                }]));
+            }
+            {
+                let old = before.stamps();
+                let (created_at, created_by) = (*old.created_at, old.created_by.clone());
+                let stamps = next.stamps();
+                *stamps.created_at = created_at;
+                *stamps.created_by = created_by;
+                *stamps.updated_at = Some(now);
+                *stamps.updated_by = Some(actor.subject.clone());
+            }
+            items[position] = next.clone();
+            Ok(Mutation {
+                notes: vec![note::<E>("update", id, Some(&before), Some(&next))],
+                value: next,
+            })
+        })
+        .await?;
+    Ok(with_revision(Json(&stored).into_response(), revision))
+}
+
+async fn delete<E: CatalogEntity>(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&agent, &headers);
+    let ((), revision) = state
+        .catalog
+        .write(&actor, None, |catalog| {
+            let before = E::all(catalog)
+                .iter()
+                .find(|e| e.id() == id)
+                .cloned()
+                .ok_or_else(|| WriteError::NotFound {
+                    kind: E::NOUN,
+                    id: id.clone(),
+                })?;
+            E::before_delete(catalog, &id)?;
+            E::all_mut(catalog).retain(|e| e.id() != id);
+            Ok(Mutation {
+                notes: vec![note::<E>("delete", &id, Some(&before), None)],
+                value: (),
+            })
+        })
+        .await?;
+    Ok(with_revision(
+        StatusCode::NO_CONTENT.into_response(),
+        revision,
+    ))
+}
+
+pub fn note<E: CatalogEntity>(
+    action: &'static str,
+    id: &str,
+    before: Option<&E>,
+    after: Option<&E>,
+) -> AuditNote {
+    AuditNote {
+        action,
+        entity: E::KIND,
+        id: id.to_owned(),
+        before: before.and_then(|e| serde_json::to_value(e).ok()),
+        after: after.and_then(|e| serde_json::to_value(e).ok()),
+    }
+}
+
+pub fn not_found<E: CatalogEntity>(id: &str) -> ApiError {
+    ApiError::NotFound(format!("{} '{id}' does not exist", E::NOUN))
+}
+
+pub fn with_revision(mut response: Response, revision: u64) -> Response {
+    response
+        .headers_mut()
+        .insert(REVISION_HEADER, HeaderValue::from(revision));
+    response
+}
+
+/// RFC 7396 JSON merge patch: objects merge recursively, `null` removes, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let target = target.as_object_mut().expect("made an object above");
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// Percent-encodes what cannot stand in one path segment.
+fn encode_path_segment(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~:@!$&'()*+,;=".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn merge_patch_follows_rfc_7396() {
+        let mut target = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": [1]});
+        merge_patch(
+            &mut target,
+            &json!({"a": null, "b": {"c": 5}, "e": [2], "f": "x"}),
+        );
+        assert_eq!(target, json!({"b": {"c": 5, "d": 3}, "e": [2], "f": "x"}));
+    }
+
+    #[test]
+    fn path_segments_are_encoded() {
+        assert_eq!(encode_path_segment("billing:list"), "billing:list");
+        assert_eq!(encode_path_segment("a/b c"), "a%2Fb%20c");
+    }
+}

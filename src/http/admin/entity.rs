@@ -1,0 +1,281 @@
+//! What the generic admin CRUD needs to know about each entity kind: where it lives in the
+//! catalog, its id, its audit stamps, its list filters, and what deleting it does to the
+//! entities that refer to it.
+//!
+//! Deletion rules keep the catalog valid without ever widening access: removing a tool (or a
+//! source with its tools) removes the ids pointing at it, as API.md says; removing a label drops
+//! it from tools, but a label that a selector requires, or a group that a policy names, cannot
+//! be removed (409): silently dropping those references would widen a group or lift a deny.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::validate::{ErrorKind, FieldError};
+use crate::service::WriteError;
+use crate::store::EntityKind;
+
+/// The four server-set fields every entity carries.
+pub struct Stamps<'e> {
+    pub created_at: &'e mut Option<DateTime<Utc>>,
+    pub updated_at: &'e mut Option<DateTime<Utc>>,
+    pub created_by: &'e mut Option<String>,
+    pub updated_by: &'e mut Option<String>,
+}
+
+pub trait CatalogEntity:
+    Serialize + DeserializeOwned + Clone + PartialEq + Send + Sync + 'static
+{
+    const KIND: EntityKind;
+    /// Singular, for messages: `source`, `tool`, …
+    const NOUN: &'static str;
+
+    fn id(&self) -> &str;
+    fn set_id(&mut self, id: String);
+    fn all(catalog: &Catalog) -> &Vec<Self>;
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self>;
+    fn stamps(&mut self) -> Stamps<'_>;
+
+    /// The id an entity gets when it is created without one.
+    fn generated_id(&self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    /// Whether the entity passes the list filter `key=value`; `None` for an unknown key.
+    fn filter(&self, key: &str, value: &str) -> Option<bool>;
+
+    /// The filter keys, for the error message on an unknown one.
+    const FILTERS: &'static str;
+
+    /// Fixes up or refuses references before the entity `id` is removed.
+    fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
+        Ok(())
+    }
+}
+
+macro_rules! stamps_and_ids {
+    () => {
+        fn id(&self) -> &str {
+            &self.id
+        }
+        fn set_id(&mut self, id: String) {
+            self.id = id;
+        }
+        fn stamps(&mut self) -> Stamps<'_> {
+            Stamps {
+                created_at: &mut self.created_at,
+                updated_at: &mut self.updated_at,
+                created_by: &mut self.created_by,
+                updated_by: &mut self.updated_by,
+            }
+        }
+    };
+}
+
+fn flag(actual: bool, value: &str) -> bool {
+    value == if actual { "true" } else { "false" }
+}
+
+impl CatalogEntity for Source {
+    const KIND: EntityKind = EntityKind::Sources;
+    const NOUN: &'static str = "source";
+    const FILTERS: &'static str = "type, enabled, name";
+    stamps_and_ids!();
+
+    fn all(catalog: &Catalog) -> &Vec<Self> {
+        &catalog.sources
+    }
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
+        &mut catalog.sources
+    }
+    fn filter(&self, key: &str, value: &str) -> Option<bool> {
+        match key {
+            "type" => Some(self.source_type == value),
+            "enabled" => Some(flag(self.enabled, value)),
+            "name" => Some(self.name == value),
+            _ => None,
+        }
+    }
+    /// A source takes its tools with it, and the ids pointing at them.
+    fn before_delete(catalog: &mut Catalog, id: &str) -> Result<(), WriteError> {
+        let doomed: Vec<String> = catalog
+            .tools
+            .iter()
+            .filter(|tool| tool.source_id == id)
+            .map(|tool| tool.id.clone())
+            .collect();
+        for tool in doomed {
+            Tool::before_delete(catalog, &tool)?;
+            catalog.tools.retain(|t| t.id != tool);
+        }
+        Ok(())
+    }
+}
+
+impl CatalogEntity for Tool {
+    const KIND: EntityKind = EntityKind::Tools;
+    const NOUN: &'static str = "tool";
+    const FILTERS: &'static str = "source_id, enabled, deprecated, tag, label_id, method, name";
+    stamps_and_ids!();
+
+    fn all(catalog: &Catalog) -> &Vec<Self> {
+        &catalog.tools
+    }
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
+        &mut catalog.tools
+    }
+    fn generated_id(&self) -> String {
+        Tool::default_id(&self.source_id, &self.operation_id)
+    }
+    fn filter(&self, key: &str, value: &str) -> Option<bool> {
+        match key {
+            "source_id" => Some(self.source_id == value),
+            "enabled" => Some(flag(self.enabled, value)),
+            "deprecated" => Some(flag(self.deprecated, value)),
+            "tag" => Some(self.tags.iter().any(|t| t == value)),
+            "label_id" => Some(self.label_ids.iter().any(|l| l == value)),
+            "method" => Some(self.method.as_deref() == Some(value)),
+            "name" => Some(self.name == value),
+            _ => None,
+        }
+    }
+    /// Ids pointing at a removed tool are removed in the same revision (narrowing only).
+    fn before_delete(catalog: &mut Catalog, id: &str) -> Result<(), WriteError> {
+        for group in &mut catalog.groups {
+            group.explicit_tool_ids.retain(|t| t != id);
+            group.excluded_tool_ids.retain(|t| t != id);
+        }
+        Ok(())
+    }
+}
+
+impl CatalogEntity for Label {
+    const KIND: EntityKind = EntityKind::Labels;
+    const NOUN: &'static str = "label";
+    const FILTERS: &'static str = "name";
+    stamps_and_ids!();
+
+    fn all(catalog: &Catalog) -> &Vec<Self> {
+        &catalog.labels
+    }
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
+        &mut catalog.labels
+    }
+    fn filter(&self, key: &str, value: &str) -> Option<bool> {
+        match key {
+            "name" => Some(self.name == value),
+            _ => None,
+        }
+    }
+    fn before_delete(catalog: &mut Catalog, id: &str) -> Result<(), WriteError> {
+        let mut in_use = Vec::new();
+        for (g, group) in catalog.groups.iter().enumerate() {
+            for (s, selector) in group.selectors.iter().enumerate() {
+                for (l, label) in selector.required_label_ids.iter().enumerate() {
+                    if label == id {
+                        in_use.push(reference(
+                            format!("groups[{g}].selectors[{s}].required_label_ids[{l}]"),
+                            "label",
+                            id,
+                            &group.id,
+                        ));
+                    }
+                }
+            }
+        }
+        if !in_use.is_empty() {
+            return Err(WriteError::Conflict(
+                format!("label '{id}' is required by group selectors; change them first"),
+                in_use,
+            ));
+        }
+        for tool in &mut catalog.tools {
+            tool.label_ids.retain(|l| l != id);
+        }
+        Ok(())
+    }
+}
+
+impl CatalogEntity for ToolGroup {
+    const KIND: EntityKind = EntityKind::Groups;
+    const NOUN: &'static str = "group";
+    const FILTERS: &'static str = "active, name";
+    stamps_and_ids!();
+
+    fn all(catalog: &Catalog) -> &Vec<Self> {
+        &catalog.groups
+    }
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
+        &mut catalog.groups
+    }
+    fn filter(&self, key: &str, value: &str) -> Option<bool> {
+        match key {
+            "active" => Some(flag(self.active, value)),
+            "name" => Some(self.name == value),
+            _ => None,
+        }
+    }
+    fn before_delete(catalog: &mut Catalog, id: &str) -> Result<(), WriteError> {
+        let mut in_use = Vec::new();
+        for (p, policy) in catalog.policies.iter().enumerate() {
+            for (list, ids) in [
+                ("allowed_group_ids", &policy.allowed_group_ids),
+                ("denied_group_ids", &policy.denied_group_ids),
+            ] {
+                for (i, group) in ids.iter().enumerate() {
+                    if group == id {
+                        in_use.push(reference(
+                            format!("policies[{p}].{list}[{i}]"),
+                            "group",
+                            id,
+                            &policy.id,
+                        ));
+                    }
+                }
+            }
+        }
+        if in_use.is_empty() {
+            Ok(())
+        } else {
+            Err(WriteError::Conflict(
+                format!("group '{id}' is named by access policies; change them first"),
+                in_use,
+            ))
+        }
+    }
+}
+
+impl CatalogEntity for AccessPolicy {
+    const KIND: EntityKind = EntityKind::Policies;
+    const NOUN: &'static str = "policy";
+    const FILTERS: &'static str = "active, group_id";
+    stamps_and_ids!();
+
+    fn all(catalog: &Catalog) -> &Vec<Self> {
+        &catalog.policies
+    }
+    fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
+        &mut catalog.policies
+    }
+    fn filter(&self, key: &str, value: &str) -> Option<bool> {
+        match key {
+            "active" => Some(flag(self.active, value)),
+            "group_id" => Some(
+                self.allowed_group_ids
+                    .iter()
+                    .chain(&self.denied_group_ids)
+                    .any(|g| g == value),
+            ),
+            _ => None,
+        }
+    }
+}
+
+fn reference(field: String, noun: &str, id: &str, owner: &str) -> FieldError {
+    FieldError {
+        field,
+        message: format!("refers to {noun} '{id}' (in '{owner}')"),
+        kind: ErrorKind::Conflict,
+    }
+}

@@ -1,0 +1,75 @@
+//! `POST /admin/preview`: any claims, optionally with hidden tools, with the explanation.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::domain::claims::Claims;
+use crate::domain::manifest::ManifestOptions;
+use crate::http::AppState;
+use crate::http::agents::with_explanation;
+use crate::http::errors::ApiError;
+use crate::http::extract::{Admin, JsonBody};
+
+/// A list given as `"a,b"` or `["a", "b"]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum List {
+    Text(String),
+    Items(Vec<String>),
+}
+
+impl List {
+    fn items(self) -> Vec<String> {
+        match self {
+            List::Text(text) => ManifestOptions::list(&text),
+            List::Items(items) => items
+                .iter()
+                .flat_map(|item| ManifestOptions::list(item))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewRequest {
+    claims: Claims,
+    #[serde(default)]
+    include_disabled: bool,
+    #[serde(default)]
+    group: Option<List>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    tools: Option<List>,
+}
+
+pub async fn preview(
+    State(state): State<AppState>,
+    _admin: Admin,
+    JsonBody(request): JsonBody<PreviewRequest>,
+) -> Result<Response, ApiError> {
+    let options = ManifestOptions {
+        include_disabled: request.include_disabled,
+        groups: request.group.map(List::items),
+        state: request.state,
+        tools: request.tools.map(List::items),
+    };
+    let snapshot = state.catalog.snapshot();
+    let explained = snapshot.explain(&request.claims, &options);
+    let body = with_explanation(&explained.manifest, &explained.explanation)?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        Body::from(body),
+    )
+        .into_response())
+}

@@ -1,0 +1,93 @@
+//! `POST /admin/tools/{id}/enable` and `/disable`: idempotent toggles (no change, no revision).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::Deserialize;
+
+use super::actor;
+use super::crud::{note, with_revision};
+use crate::domain::model::Tool;
+use crate::http::AppState;
+use crate::http::errors::ApiError;
+use crate::http::extract::{Admin, parse_json};
+use crate::service::{Mutation, WriteError};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Toggle {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+pub async fn enable(
+    state: State<AppState>,
+    admin: Admin,
+    path: Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    toggle(state, admin, path, headers, body, true).await
+}
+
+pub async fn disable(
+    state: State<AppState>,
+    admin: Admin,
+    path: Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    toggle(state, admin, path, headers, body, false).await
+}
+
+async fn toggle(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+    enabled: bool,
+) -> Result<Response, ApiError> {
+    // The body is optional: `{"reason": "…"}` or nothing.
+    let toggle: Toggle = if body.iter().all(u8::is_ascii_whitespace) {
+        Toggle::default()
+    } else {
+        parse_json(&body)?
+    };
+    let actor = actor(&agent, &headers);
+    let now = Utc::now();
+    let (tool, revision) = state
+        .catalog
+        .write(&actor, None, |catalog| {
+            let tool = catalog
+                .tools
+                .iter_mut()
+                .find(|t| t.id == id)
+                .ok_or_else(|| WriteError::NotFound {
+                    kind: "tool",
+                    id: id.clone(),
+                })?;
+            if tool.enabled == enabled {
+                return Ok(Mutation {
+                    notes: Vec::new(),
+                    value: tool.clone(),
+                });
+            }
+            let before: Tool = tool.clone();
+            tool.enabled = enabled;
+            tool.disabled_reason = if enabled { None } else { toggle.reason.clone() };
+            tool.updated_at = Some(now);
+            tool.updated_by = Some(actor.subject.clone());
+            let after = tool.clone();
+            let action = if enabled { "enable" } else { "disable" };
+            Ok(Mutation {
+                notes: vec![note::<Tool>(action, &id, Some(&before), Some(&after))],
+                value: after,
+            })
+        })
+        .await?;
+    Ok(with_revision(Json(tool).into_response(), revision))
+}

@@ -1,0 +1,235 @@
+//! `GET /agents/tools` (and its alias `/api/agents/tools`): the hot path.
+//!
+//! Token → claims → fingerprint → cached bytes. On a hit the handler verifies the token, hashes
+//! the claims, does one cache lookup and writes the stored bytes; the manifest is computed and
+//! rendered only on a miss, once per (claims, options, revision).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::errors::ApiError;
+use super::extract::{Agent, QueryPairs};
+use crate::cache::{CacheKey, RenderedManifest};
+use crate::domain::fingerprint::Fingerprint;
+use crate::domain::manifest::{Manifest, ManifestOptions};
+use crate::domain::snapshot::Snapshot;
+
+/// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
+/// boolean is a 400 that names it, so a typo (`groups=`) never silently widens a manifest.
+#[derive(Debug, Default)]
+pub struct AgentQuery {
+    pub options: ManifestOptions,
+    pub explain: bool,
+}
+
+impl AgentQuery {
+    pub fn parse(pairs: &[(String, String)]) -> Result<AgentQuery, ApiError> {
+        let mut query = AgentQuery::default();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "group" => extend(&mut query.options.groups, value),
+                "tools" => extend(&mut query.options.tools, value),
+                "state" => query.options.state = Some(value.clone()),
+                "include_disabled" => query.options.include_disabled = boolean(key, value)?,
+                "explain" => query.explain = boolean(key, value)?,
+                other => {
+                    return Err(ApiError::Malformed(format!(
+                        "unknown query parameter '{other}'; expected group, state, tools, \
+                         include_disabled or explain"
+                    )));
+                }
+            }
+        }
+        Ok(query)
+    }
+
+    /// `include_disabled` and `explain` are for admins only.
+    pub fn authorize(&self, agent: &Agent) -> Result<(), ApiError> {
+        if (self.options.include_disabled || self.explain) && !agent.is_admin {
+            return Err(ApiError::Forbidden(
+                "include_disabled and explain require an admin token".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Repeated list parameters (`group=a&group=b`) add up.
+fn extend(list: &mut Option<Vec<String>>, value: &str) {
+    list.get_or_insert_with(Vec::new)
+        .extend(ManifestOptions::list(value));
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool, ApiError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(ApiError::Malformed(format!(
+            "query parameter '{key}' must be true or false, found '{other}'"
+        ))),
+    }
+}
+
+pub async fn list_tools(
+    State(state): State<AppState>,
+    agent: Agent,
+    QueryPairs(pairs): QueryPairs,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = AgentQuery::parse(&pairs)?;
+    query.authorize(&agent)?;
+    let snapshot = state.catalog.snapshot();
+    if query.explain {
+        let explained = snapshot.explain(&agent.claims, &query.options);
+        let body = with_explanation(&explained.manifest, &explained.explanation)?;
+        return Ok(manifest_response(body, explained.manifest.etag(), &headers));
+    }
+    let rendered = rendered_manifest(&state, &snapshot, &agent, query.options);
+    Ok(manifest_response(
+        rendered.body.clone(),
+        &rendered.etag,
+        &headers,
+    ))
+}
+
+/// The cached rendering of this agent's manifest, computing it on a miss.
+pub fn rendered_manifest(
+    state: &AppState,
+    snapshot: &Snapshot,
+    agent: &Agent,
+    options: ManifestOptions,
+) -> Arc<RenderedManifest> {
+    let key = CacheKey {
+        fingerprint: Fingerprint::of(&agent.claims),
+        options,
+    };
+    if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
+        return hit;
+    }
+    let manifest = snapshot.manifest(&agent.claims, &key.options);
+    let rendered = Arc::new(RenderedManifest {
+        body: manifest.to_json().into(),
+        etag: manifest.etag().to_owned(),
+        revision: snapshot.revision(),
+        tool_count: manifest.len(),
+    });
+    state.cache.insert(key, rendered.clone());
+    rendered
+}
+
+/// A manifest body followed by `"explanation": …`.
+pub fn with_explanation(
+    manifest: &Manifest<'_>,
+    explanation: &crate::domain::explain::Explanation,
+) -> Result<bytes::Bytes, ApiError> {
+    let mut body = manifest.to_json();
+    body.pop(); // the closing brace
+    body.extend_from_slice(b",\"explanation\":");
+    serde_json::to_writer(&mut body, explanation)
+        .map_err(|error| ApiError::Internal(format!("cannot serialise an explanation: {error}")))?;
+    body.push(b'}');
+    Ok(body.into())
+}
+
+/// 200 with the body, or 304 when `If-None-Match` already names this etag.
+fn manifest_response(body: bytes::Bytes, etag: &str, headers: &HeaderMap) -> Response {
+    let etag_value = HeaderValue::from_str(etag).unwrap_or(HeaderValue::from_static("\"\""));
+    let cache_control = HeaderValue::from_static("private, no-cache");
+    if if_none_match_hits(headers, etag) {
+        return (
+            StatusCode::NOT_MODIFIED,
+            [
+                (header::ETAG, etag_value),
+                (header::CACHE_CONTROL, cache_control),
+            ],
+        )
+            .into_response();
+    }
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag_value),
+            (header::CACHE_CONTROL, cache_control),
+        ],
+        Body::from(body),
+    )
+        .into_response()
+}
+
+/// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly.
+fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+        .any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn query_options_parse_and_add_up() {
+        let query = AgentQuery::parse(&pairs(&[
+            ("group", "a, b"),
+            ("group", "c"),
+            ("state", "research"),
+            ("tools", ""),
+            ("include_disabled", "true"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            query.options.groups,
+            Some(vec!["a".into(), "b".into(), "c".into()])
+        );
+        assert_eq!(
+            query.options.tools,
+            Some(vec![]),
+            "an empty list keeps none"
+        );
+        assert_eq!(query.options.state.as_deref(), Some("research"));
+        assert!(query.options.include_disabled);
+    }
+
+    #[test]
+    fn unknown_parameters_and_bad_booleans_are_rejected() {
+        for bad in [&[("groups", "a")][..], &[("include_disabled", "yes")][..]] {
+            assert!(matches!(
+                AgentQuery::parse(&pairs(bad)),
+                Err(ApiError::Malformed(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn if_none_match_forms() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"a\", W/\"b\""),
+        );
+        assert!(if_none_match_hits(&headers, "\"b\""));
+        assert!(!if_none_match_hits(&headers, "\"c\""));
+        headers.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+        assert!(if_none_match_hits(&headers, "\"c\""));
+    }
+}

@@ -1,0 +1,196 @@
+//! Every error response, in one place: RFC 9457 problem JSON
+//! (`application/problem+json`) with a stable `type`, a human `detail`, and for validation
+//! problems the list of `errors`, each with the field path.
+//!
+//! Handlers return [`ApiError`]; nothing else writes an error body. Internal failures are logged
+//! with the request id and answered with a generic message: no stack trace, panic text or
+//! internal detail ever reaches a client.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::auth::AuthError;
+use crate::domain::validate::FieldError;
+use crate::service::WriteError;
+use crate::store::StoreError;
+
+/// An error that becomes a problem-JSON response.
+#[derive(Debug)]
+pub enum ApiError {
+    /// The body is not JSON at all (syntax), or a query parameter is malformed: 400.
+    Malformed(String),
+    /// Well-formed but invalid content: 422 with field errors.
+    Invalid(Vec<FieldError>),
+    /// An id or name clash: 409, with field errors when there are some.
+    Conflict(String, Vec<FieldError>),
+    NotFound(String),
+    PayloadTooLarge(usize),
+    Unauthorized(AuthError),
+    Forbidden(String),
+    /// A backing store cannot be reached: 503.
+    Unavailable(String),
+    /// A bug; the message is logged, never sent.
+    Internal(String),
+}
+
+#[derive(Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    title: &'a str,
+    status: u16,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<Vec<ProblemField<'a>>>,
+}
+
+#[derive(Serialize)]
+struct ProblemField<'a> {
+    field: &'a str,
+    message: &'a str,
+}
+
+impl ApiError {
+    fn status_and_type(&self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            ApiError::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed", "Malformed request"),
+            ApiError::Invalid(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation",
+                "Invalid request",
+            ),
+            ApiError::Conflict(..) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+            ),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
+            ApiError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "Service unavailable",
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal error",
+            ),
+        }
+    }
+
+    fn detail(&self) -> String {
+        match self {
+            ApiError::Malformed(detail)
+            | ApiError::NotFound(detail)
+            | ApiError::Forbidden(detail)
+            | ApiError::Unavailable(detail) => detail.clone(),
+            ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+            ApiError::Invalid(_) => "the request is invalid".to_owned(),
+            ApiError::Conflict(detail, _) => detail.clone(),
+            ApiError::PayloadTooLarge(limit) => {
+                format!("the request body is larger than the limit of {limit} bytes")
+            }
+            ApiError::Unauthorized(error) => error.description().to_owned(),
+            ApiError::Internal(_) => {
+                "the server failed to handle the request; it has been logged".to_owned()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, kind, title) = self.status_and_type();
+        if let ApiError::Internal(message) = &self {
+            tracing::error!(%message, "internal error");
+        }
+        let errors = match &self {
+            ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
+                Some(
+                    errors
+                        .iter()
+                        .map(|e| ProblemField {
+                            field: &e.field,
+                            message: &e.message,
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        };
+        let type_uri = format!("urn:toolgate:problem:{kind}");
+        let problem = Problem {
+            kind: &type_uri,
+            title,
+            status: status.as_u16(),
+            detail: self.detail(),
+            errors,
+        };
+        let mut response = (status, Json(problem)).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let ApiError::Unauthorized(error) = &self {
+            let challenge = match error {
+                AuthError::Missing => "Bearer".to_owned(),
+                other => format!(
+                    "Bearer error=\"invalid_token\", error_description=\"{}\"",
+                    other.description()
+                ),
+            };
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, value);
+            }
+        }
+        response
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(error: AuthError) -> Self {
+        ApiError::Unauthorized(error)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(message) => ApiError::Unavailable(format!(
+                "the catalog store is unavailable; nothing was changed ({message})"
+            )),
+            StoreError::RevisionConflict { .. } => {
+                ApiError::Conflict(error.to_string(), Vec::new())
+            }
+            StoreError::Corrupt(message) => ApiError::Internal(message),
+        }
+    }
+}
+
+impl From<WriteError> for ApiError {
+    fn from(error: WriteError) -> Self {
+        match error {
+            WriteError::NotFound { .. } => ApiError::NotFound(error.to_string()),
+            WriteError::Invalid(errors) if WriteError::is_conflict(&errors) => {
+                ApiError::Conflict("the change conflicts with the catalog".to_owned(), errors)
+            }
+            WriteError::Invalid(errors) => ApiError::Invalid(errors),
+            WriteError::Conflict(detail, errors) => ApiError::Conflict(detail, errors),
+            WriteError::Contended => ApiError::Conflict(error.to_string(), Vec::new()),
+            WriteError::Store(error) => error.into(),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Request extractors that turn HTTP into domain inputs, failing with problem JSON:
+//! [`Agent`] (a verified bearer token), [`Admin`] (one that passes the admin rule),
+//! [`JsonBody`] (a JSON body with field-path errors) and [`QueryPairs`].
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::AppState;
+use super::errors::ApiError;
+use crate::auth::bearer_token;
+use crate::domain::claims::Claims;
+use crate::domain::validate::{ErrorKind, FieldError};
+
+/// The caller, authenticated: the full claims of a verified token.
+pub struct Agent {
+    pub claims: Claims,
+    /// `exp` of the token, unix seconds.
+    pub expires_at: Option<i64>,
+    pub is_admin: bool,
+}
+
+impl Agent {
+    /// The `sub` claim, for audit records (`""` when absent).
+    pub fn subject(&self) -> String {
+        self.claims
+            .get("sub")
+            .and_then(|sub| sub.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+impl FromRequestParts<AppState> for Agent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .map(|value| {
+                value
+                    .to_str()
+                    .map_err(|_| crate::auth::AuthError::Malformed)
+            })
+            .transpose()?;
+        let token = bearer_token(header)?;
+        let verified = state.verifier.verify(token).await?;
+        let is_admin = state.admin_rule.is_admin(&verified.claims);
+        Ok(Agent {
+            claims: verified.claims,
+            expires_at: verified.expires_at,
+            is_admin,
+        })
+    }
+}
+
+/// An authenticated caller that passes the admin rule; others get 403.
+pub struct Admin(pub Agent);
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let agent = Agent::from_request_parts(parts, state).await?;
+        if !agent.is_admin {
+            return Err(ApiError::Forbidden(
+                "this endpoint requires an admin token (see the admin rule)".to_owned(),
+            ));
+        }
+        Ok(Admin(agent))
+    }
+}
+
+/// A JSON body. Not JSON at all → 400; JSON of the wrong shape → 422 naming the field; larger
+/// than the body limit → 413.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.body_limit;
+        let bytes = axum::body::to_bytes(request.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses JSON, classifying errors as malformed (400) or invalid (422, with the field path).
+pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => {
+                let field = if path == "." { String::new() } else { path };
+                ApiError::Invalid(vec![FieldError {
+                    field,
+                    message: strip_position(&inner.to_string()),
+                    kind: ErrorKind::Invalid,
+                }])
+            }
+            _ if bytes.is_empty() => {
+                ApiError::Malformed("the request body is empty; a JSON document is expected".into())
+            }
+            _ => ApiError::Malformed(format!("the request body is not valid JSON: {inner}")),
+        }
+    })
+}
+
+/// serde_json appends " at line 1 column 42" to data errors; the field path says more.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(index) => message[..index].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// The query string as ordered pairs; a malformed query is a 400.
+pub struct QueryPairs(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<Vec<(String, String)>>::from_request_parts(parts, state)
+            .await
+            .map(|Query(pairs)| QueryPairs(pairs))
+            .map_err(|rejection| {
+                ApiError::Malformed(format!("malformed query string: {rejection}"))
+            })
+    }
+}

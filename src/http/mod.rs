@@ -1,0 +1,71 @@
+//! The HTTP adapter: axum routes over the catalog service, the manifest cache and the verifier.
+//!
+//! Handlers are thin: extract (token, query, body), call one service or domain function, map
+//! the result. Errors become problem JSON in `errors.rs` only.
+
+pub mod admin;
+pub mod agents;
+pub mod errors;
+pub mod extract;
+mod ops;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderName, Request, StatusCode};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::auth::{AdminRule, Verifier};
+use crate::cache::ManifestCache;
+use crate::service::CatalogService;
+
+/// Everything a handler may use. Cheap to clone (all `Arc`s).
+#[derive(Clone)]
+pub struct AppState {
+    pub catalog: Arc<CatalogService>,
+    pub cache: Arc<ManifestCache>,
+    pub verifier: Verifier,
+    pub admin_rule: Arc<AdminRule>,
+    /// Largest accepted request body, bytes.
+    pub body_limit: usize,
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The whole application: routes plus request ids, tracing, timeouts, compression and panic
+/// containment.
+pub fn router(state: AppState, request_timeout: Duration) -> Router {
+    let api = Router::new()
+        .route("/agents/tools", get(agents::list_tools))
+        .route("/api/agents/tools", get(agents::list_tools))
+        .merge(admin::routes())
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            request_timeout,
+        ));
+    Router::new()
+        .merge(api)
+        .merge(ops::routes())
+        .fallback(ops::not_found)
+        .with_state(state)
+        .layer(CompressionLayer::new())
+        .layer(CatchPanicLayer::custom(ops::panic_response))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let request_id = request
+                    .headers()
+                    .get(&REQUEST_ID)
+                    .and_then(|value| value.to_str().ok())
+                    .unwrap_or("");
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}

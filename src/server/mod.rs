@@ -1,0 +1,154 @@
+//! Assembles and runs the gateway: store → catalog service → verifier → HTTP.
+//!
+//! [`start`] binds and returns as soon as the gateway is accepting connections (tests and the
+//! CLI use the bound address, which matters when listening on port 0); the returned
+//! [`Running`] resolves when the server has shut down gracefully.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use crate::auth::{AdminRule, AuthSettings, Verifier};
+use crate::cache::ManifestCache;
+use crate::domain::model::Catalog;
+use crate::http::{AppState, router};
+use crate::service::{Actor, AuditNote, CatalogService, Mutation};
+use crate::store::embedded::EmbeddedStore;
+use crate::store::{CatalogStore, EntityKind};
+
+/// Everything the server needs, already parsed and validated.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    /// Loaded into the store at start when the store is empty.
+    pub seed: Option<Catalog>,
+    pub auth: AuthSettings,
+    pub admin_rule: AdminRule,
+    pub body_limit: usize,
+    pub request_timeout: Duration,
+    /// Rendered manifests kept in memory.
+    pub cache_capacity: usize,
+}
+
+/// A started gateway.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    pub task: JoinHandle<std::io::Result<()>>,
+}
+
+/// Opens the stores, seeds, binds the listener and starts serving until `shutdown` resolves.
+pub async fn start(
+    config: ServerConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Running> {
+    let data_dir = config.data_dir.clone();
+    let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
+        .await
+        .context("opening the embedded store")??;
+    let store: Arc<dyn CatalogStore> = Arc::new(store);
+    let catalog = Arc::new(
+        CatalogService::open(store)
+            .await
+            .context("loading the catalog")?,
+    );
+    if let Some(seed) = config.seed {
+        seed_if_empty(&catalog, seed).await?;
+    }
+    let verifier = Verifier::new(config.auth)
+        .await
+        .context("setting up token verification")?;
+    verifier.spawn_refresh();
+    let state = AppState {
+        catalog,
+        cache: Arc::new(ManifestCache::new(config.cache_capacity)),
+        verifier,
+        admin_rule: Arc::new(config.admin_rule),
+        body_limit: config.body_limit,
+    };
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let app = router(state.clone(), config.request_timeout);
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
+    tracing::info!(%addr, revision = state.catalog.snapshot().revision(), "toolgate is listening");
+    Ok(Running { addr, state, task })
+}
+
+/// Loads the seed catalog into an empty store (revision 0, nothing in it); otherwise leaves
+/// the store alone, so restarting with the same `--seed` never overwrites admin changes.
+async fn seed_if_empty(catalog: &CatalogService, seed: Catalog) -> anyhow::Result<()> {
+    let snapshot = catalog.snapshot();
+    if snapshot.revision() != 0 || *snapshot.catalog() != Catalog::default() {
+        tracing::info!(
+            revision = snapshot.revision(),
+            "the store is not empty; the seed is not loaded"
+        );
+        return Ok(());
+    }
+    let seed = crate::http::admin::stamped(seed, "toolgate");
+    let actor = Actor {
+        subject: "toolgate".to_owned(),
+        request_id: None,
+    };
+    let result = catalog
+        .write(&actor, None, |current| {
+            *current = seed.clone();
+            Ok(Mutation {
+                notes: vec![AuditNote {
+                    action: "seed",
+                    entity: EntityKind::Catalog,
+                    id: "catalog".to_owned(),
+                    before: None,
+                    after: None,
+                }],
+                value: (),
+            })
+        })
+        .await;
+    match result {
+        Ok(((), revision)) => {
+            tracing::info!(revision, "loaded the seed catalog");
+            Ok(())
+        }
+        Err(crate::service::WriteError::Invalid(errors)) => {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            anyhow::bail!("the seed catalog is invalid:\n  {}", lines.join("\n  "))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

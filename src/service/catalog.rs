@@ -1,0 +1,264 @@
+//! The catalog service: the one place that changes the catalog and the one place that holds the
+//! current compiled snapshot.
+//!
+//! A write is: take the current snapshot's catalog, apply the mutation to a copy, normalise,
+//! validate the **whole** result, compile it, and commit the difference to the store with a
+//! compare-and-set on the revision. Only after the store has committed is the new snapshot
+//! published, so readers never see a catalog the store does not hold. A write that loses a race
+//! with another instance reloads from the store and is recomputed; a write that fails anywhere
+//! changes nothing.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use chrono::Utc;
+use tokio::sync::{Mutex, watch};
+
+use super::diff::changes_between;
+use crate::domain::model::Catalog;
+use crate::domain::snapshot::{CompileError, Snapshot};
+use crate::domain::validate::{ErrorKind, FieldError, validate};
+use crate::store::{AuditRecord, CatalogStore, Commit, EntityKind, StoreError};
+
+/// How many times a write is recomputed after losing a race before giving up with 409.
+const MAX_WRITE_ATTEMPTS: usize = 8;
+
+/// Who asked for a write, for the audit log.
+#[derive(Debug, Clone, Default)]
+pub struct Actor {
+    /// The admin token's `sub`.
+    pub subject: String,
+    pub request_id: Option<String>,
+}
+
+/// What a mutation says about itself, for the audit log.
+#[derive(Debug, Clone)]
+pub struct AuditNote {
+    pub action: &'static str,
+    pub entity: EntityKind,
+    pub id: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+/// The entity a write is about, so that its validation errors read relative to it.
+#[derive(Debug, Clone)]
+pub struct Focus {
+    pub kind: EntityKind,
+    pub id: String,
+}
+
+impl Focus {
+    fn relativize(&self, catalog: &Catalog, errors: Vec<FieldError>) -> Vec<FieldError> {
+        let position = match self.kind {
+            EntityKind::Sources => catalog.sources.iter().position(|e| e.id == self.id),
+            EntityKind::Tools => catalog.tools.iter().position(|e| e.id == self.id),
+            EntityKind::Labels => catalog.labels.iter().position(|e| e.id == self.id),
+            EntityKind::Groups => catalog.groups.iter().position(|e| e.id == self.id),
+            EntityKind::Policies => catalog.policies.iter().position(|e| e.id == self.id),
+            EntityKind::Catalog => None,
+        };
+        let Some(position) = position else {
+            return errors;
+        };
+        let prefix = format!("{}[{position}].", self.kind.as_str());
+        errors
+            .into_iter()
+            .map(|mut error| {
+                if let Some(rest) = error.field.strip_prefix(&prefix) {
+                    error.field = rest.to_owned();
+                }
+                error
+            })
+            .collect()
+    }
+}
+
+/// A mutation's result: audit notes, and the value handed back to the caller.
+pub struct Mutation<T> {
+    pub notes: Vec<AuditNote>,
+    pub value: T,
+}
+
+/// Why a write did not happen. Nothing was changed in any of these cases.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The entity to change does not exist.
+    #[error("{kind} '{id}' does not exist")]
+    NotFound { kind: &'static str, id: String },
+    /// The resulting catalog would be invalid (422) or conflicting (409).
+    #[error("the change would make the catalog invalid")]
+    Invalid(Vec<FieldError>),
+    /// The request itself conflicts (an id that is already taken, an entity still in use).
+    #[error("{0}")]
+    Conflict(String, Vec<FieldError>),
+    /// Other writers kept winning the race.
+    #[error("the catalog kept changing concurrently; try again")]
+    Contended,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl WriteError {
+    /// Whether any validation error is a conflict (duplicate id or name): those map to 409.
+    pub fn is_conflict(errors: &[FieldError]) -> bool {
+        !errors.is_empty() && errors.iter().all(|e| e.kind == ErrorKind::Conflict)
+    }
+}
+
+/// Holds the current snapshot and performs every catalog write.
+pub struct CatalogService {
+    store: Arc<dyn CatalogStore>,
+    current: ArcSwap<Snapshot>,
+    /// Serialises this instance's writers; other instances are handled by the store's
+    /// compare-and-set.
+    write_lock: Mutex<()>,
+    revisions: watch::Sender<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "the stored catalog does not compile ({0}); fix it with `PUT /admin/catalog` after starting from a backup, or remove the data dir"
+    )]
+    Compile(#[from] CompileError),
+}
+
+impl CatalogService {
+    /// Loads the stored catalog and compiles it.
+    pub async fn open(store: Arc<dyn CatalogStore>) -> Result<CatalogService, OpenError> {
+        let snapshot = load_snapshot(store.as_ref()).await?;
+        let (revisions, _) = watch::channel(snapshot.revision());
+        Ok(CatalogService {
+            store,
+            current: ArcSwap::from_pointee(snapshot),
+            write_lock: Mutex::new(()),
+            revisions,
+        })
+    }
+
+    /// The snapshot agents are served from. Cheap: one atomic load.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Notified with the new revision after every published snapshot.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.revisions.subscribe()
+    }
+
+    pub fn store(&self) -> &Arc<dyn CatalogStore> {
+        &self.store
+    }
+
+    /// Reloads from the store if it is ahead of the current snapshot (another instance wrote).
+    pub async fn refresh(&self) -> Result<bool, OpenError> {
+        let stored = self.store.revision().await?;
+        if stored == self.snapshot().revision() {
+            return Ok(false);
+        }
+        let snapshot = load_snapshot(self.store.as_ref()).await?;
+        self.publish(snapshot);
+        Ok(true)
+    }
+
+    fn publish(&self, snapshot: Snapshot) {
+        let revision = snapshot.revision();
+        self.current.store(Arc::new(snapshot));
+        self.revisions.send_replace(revision);
+    }
+
+    /// Applies `mutate` to a copy of the catalog and commits the result atomically.
+    ///
+    /// `mutate` may run more than once (after losing a race); it must depend only on the
+    /// catalog it is given. Returns the caller's value and the new revision (unchanged when the
+    /// mutation changed nothing: no commit, no audit record). With a `focus`, validation errors
+    /// inside that entity are reported relative to it (`claim_matchers[0].operator`).
+    pub async fn write<T, F>(
+        &self,
+        actor: &Actor,
+        focus: Option<&Focus>,
+        mutate: F,
+    ) -> Result<(T, u64), WriteError>
+    where
+        F: Fn(&mut Catalog) -> Result<Mutation<T>, WriteError>,
+    {
+        let _guard = self.write_lock.lock().await;
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let base = self.snapshot();
+            let mut catalog = base.catalog().clone();
+            let Mutation { notes, value } = mutate(&mut catalog)?;
+            catalog.normalize();
+            let errors = validate(&catalog);
+            if !errors.is_empty() {
+                return Err(WriteError::Invalid(match focus {
+                    Some(focus) => focus.relativize(&catalog, errors),
+                    None => errors,
+                }));
+            }
+            let changes = changes_between(base.catalog(), &catalog);
+            if changes.is_empty() {
+                return Ok((value, base.revision()));
+            }
+            let revision = base.revision() + 1;
+            let snapshot = Snapshot::compile(catalog, revision).map_err(|error| {
+                WriteError::Invalid(vec![FieldError {
+                    field: error.field,
+                    message: error.message,
+                    kind: ErrorKind::Invalid,
+                }])
+            })?;
+            let at = Utc::now();
+            let audit = notes
+                .into_iter()
+                .map(|note| AuditRecord {
+                    seq: 0,
+                    revision: 0,
+                    at,
+                    actor: actor.subject.clone(),
+                    action: note.action.to_owned(),
+                    entity: note.entity,
+                    id: note.id,
+                    before: note.before,
+                    after: note.after,
+                    request_id: actor.request_id.clone(),
+                })
+                .collect();
+            let commit = Commit {
+                expected_revision: base.revision(),
+                changes,
+                audit,
+            };
+            match self.store.commit(commit).await {
+                Ok(committed) => {
+                    debug_assert_eq!(committed, revision);
+                    self.publish(snapshot);
+                    return Ok((value, revision));
+                }
+                Err(StoreError::RevisionConflict { .. }) => {
+                    let fresh =
+                        load_snapshot(self.store.as_ref())
+                            .await
+                            .map_err(|error| match error {
+                                OpenError::Store(error) => WriteError::Store(error),
+                                OpenError::Compile(error) => {
+                                    WriteError::Store(StoreError::Corrupt(error.to_string()))
+                                }
+                            })?;
+                    self.publish(fresh);
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(WriteError::Contended)
+    }
+}
+
+async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> {
+    let stored = store.load().await?;
+    let mut catalog = stored.catalog;
+    catalog.normalize();
+    Ok(Snapshot::compile(catalog, stored.revision)?)
+}

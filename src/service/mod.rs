@@ -1,0 +1,7 @@
+//! The application layer between the HTTP adapter and the domain: catalog writes and the
+//! current snapshot.
+
+pub mod catalog;
+mod diff;
+
+pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
