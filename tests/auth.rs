@@ -4,135 +4,29 @@
 //! generated public keys, and JWKS documents are served from a file or from a small HTTP
 //! server on 127.0.0.1. Nothing is mocked.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use rsa::pkcs1::{EncodeRsaPrivateKey, EncodeRsaPublicKey};
+use rsa::RsaPublicKey;
+use rsa::pkcs1::EncodeRsaPublicKey;
 use rsa::pkcs8::{EncodePublicKey, LineEnding};
-use rsa::rand_core::OsRng;
-use rsa::traits::PublicKeyParts;
-use rsa::{RsaPrivateKey, RsaPublicKey};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 use toolgate::auth::{AuthError, AuthSettings, AuthSetupError, Verifier, bearer_token, mint_hs256};
+
+mod support;
+
+use support::jwks_server::JwksServer;
+use support::keys::{RSA_KEY, TestKey, jwks};
 
 const SECRET: &str = "an-hmac-secret-that-is-long-enough-for-hs512";
 
 // ---------------------------------------------------------------------------------------------
 // Keys, tokens and JWKS documents
 // ---------------------------------------------------------------------------------------------
-
-/// RSA key generation is slow; one key serves every RSA test in this binary.
-static RSA_KEY: LazyLock<RsaPrivateKey> =
-    LazyLock::new(|| RsaPrivateKey::new(&mut OsRng, 2048).expect("RSA key generation"));
-
-/// A generated signing key with its public JWK.
-struct TestKey {
-    kid: String,
-    encoding: EncodingKey,
-    jwk: Value,
-}
-
-impl TestKey {
-    fn rsa(kid: &str) -> Self {
-        let public = RSA_KEY.to_public_key();
-        let der = RSA_KEY.to_pkcs1_der().expect("PKCS#1 encoding");
-        Self::new(
-            kid,
-            EncodingKey::from_rsa_der(der.as_bytes()),
-            json!({
-                "kty": "RSA",
-                "n": URL_SAFE_NO_PAD.encode(public.n().to_bytes_be()),
-                "e": URL_SAFE_NO_PAD.encode(public.e().to_bytes_be()),
-            }),
-        )
-    }
-
-    fn p256(kid: &str) -> Self {
-        use p256::pkcs8::EncodePrivateKey;
-        let signing = p256::ecdsa::SigningKey::random(&mut OsRng);
-        let point = signing.verifying_key().to_encoded_point(false);
-        let der = signing.to_pkcs8_der().expect("PKCS#8 encoding");
-        Self::new(
-            kid,
-            EncodingKey::from_ec_der(der.as_bytes()),
-            json!({
-                "kty": "EC",
-                "crv": "P-256",
-                "x": URL_SAFE_NO_PAD.encode(point.x().expect("uncompressed point")),
-                "y": URL_SAFE_NO_PAD.encode(point.y().expect("uncompressed point")),
-            }),
-        )
-    }
-
-    fn p384(kid: &str) -> Self {
-        use p384::pkcs8::EncodePrivateKey;
-        let signing = p384::ecdsa::SigningKey::random(&mut OsRng);
-        let point = signing.verifying_key().to_encoded_point(false);
-        let der = signing.to_pkcs8_der().expect("PKCS#8 encoding");
-        Self::new(
-            kid,
-            EncodingKey::from_ec_der(der.as_bytes()),
-            json!({
-                "kty": "EC",
-                "crv": "P-384",
-                "x": URL_SAFE_NO_PAD.encode(point.x().expect("uncompressed point")),
-                "y": URL_SAFE_NO_PAD.encode(point.y().expect("uncompressed point")),
-            }),
-        )
-    }
-
-    fn ed25519(kid: &str) -> Self {
-        use ed25519_dalek::pkcs8::EncodePrivateKey;
-        let signing = ed25519_dalek::SigningKey::generate(&mut OsRng);
-        let der = signing.to_pkcs8_der().expect("PKCS#8 encoding");
-        Self::new(
-            kid,
-            EncodingKey::from_ed_der(der.as_bytes()),
-            json!({
-                "kty": "OKP",
-                "crv": "Ed25519",
-                "x": URL_SAFE_NO_PAD.encode(signing.verifying_key().as_bytes()),
-            }),
-        )
-    }
-
-    fn new(kid: &str, encoding: EncodingKey, mut jwk: Value) -> Self {
-        jwk["kid"] = json!(kid);
-        jwk["use"] = json!("sig");
-        Self {
-            kid: kid.to_owned(),
-            encoding,
-            jwk,
-        }
-    }
-
-    /// A token with this key's `kid` in the header.
-    fn sign(&self, alg: Algorithm, claims: &Value) -> String {
-        self.sign_with_kid(alg, Some(&self.kid), claims)
-    }
-
-    fn sign_with_kid(&self, alg: Algorithm, kid: Option<&str>, claims: &Value) -> String {
-        let mut header = Header::new(alg);
-        header.kid = kid.map(str::to_owned);
-        jsonwebtoken::encode(&header, claims, &self.encoding).expect("signing")
-    }
-}
-
-fn jwks(keys: &[&TestKey]) -> Value {
-    json!({ "keys": keys.iter().map(|key| key.jwk.clone()).collect::<Vec<_>>() })
-}
 
 fn now() -> i64 {
     let since_epoch = SystemTime::now()
@@ -197,63 +91,6 @@ fn jwks_location(path: &std::path::Path) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // A JWKS server on 127.0.0.1
 // ---------------------------------------------------------------------------------------------
-
-/// Serves a replaceable JWKS at `/jwks.json`, counts requests, and can play unavailable.
-#[derive(Clone)]
-struct JwksServer {
-    addr: SocketAddr,
-    state: Arc<ServerState>,
-}
-
-struct ServerState {
-    document: Mutex<Value>,
-    available: AtomicBool,
-    requests: AtomicUsize,
-}
-
-impl JwksServer {
-    async fn start(document: Value) -> Self {
-        let state = Arc::new(ServerState {
-            document: Mutex::new(document),
-            available: AtomicBool::new(true),
-            requests: AtomicUsize::new(0),
-        });
-        let app = Router::new()
-            .route("/jwks.json", get(serve_jwks))
-            .with_state(Arc::clone(&state));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("bound address");
-        tokio::spawn(async move { axum::serve(listener, app).await.expect("JWKS server") });
-        Self { addr, state }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/jwks.json", self.addr)
-    }
-
-    fn serve(&self, document: Value) {
-        *self.state.document.lock().expect("document lock") = document;
-    }
-
-    fn set_available(&self, available: bool) {
-        self.state.available.store(available, Ordering::SeqCst);
-    }
-
-    fn requests(&self) -> usize {
-        self.state.requests.load(Ordering::SeqCst)
-    }
-}
-
-async fn serve_jwks(State(state): State<Arc<ServerState>>) -> Response {
-    state.requests.fetch_add(1, Ordering::SeqCst);
-    if !state.available.load(Ordering::SeqCst) {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    }
-    let body = state.document.lock().expect("document lock").to_string();
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
 
 /// Verifies `token` from `callers` concurrent tasks and returns every outcome.
 async fn verify_concurrently(

@@ -256,12 +256,23 @@ pub struct Catalog {
 
 impl Catalog {
     /// Fills in defaults that depend on other fields: a tool without an id gets
-    /// `"{source_id}:{operation_id}"`. Idempotent.
+    /// `"{source_id}:{operation_id}"`. Idempotent; keeps document order, so validation errors
+    /// point at the positions the author wrote.
     pub fn normalize(&mut self) {
         for tool in &mut self.tools {
             if tool.id.is_empty() {
                 tool.id = Tool::default_id(&tool.source_id, &tool.operation_id);
             }
         }
+    }
+
+    /// Puts every collection in id order: the one canonical form in which a catalog is stored
+    /// and served, whatever order it was written in. Stable, so duplicates keep their order.
+    pub fn sort_by_id(&mut self) {
+        self.sources.sort_by(|a, b| a.id.cmp(&b.id));
+        self.tools.sort_by(|a, b| a.id.cmp(&b.id));
+        self.labels.sort_by(|a, b| a.id.cmp(&b.id));
+        self.groups.sort_by(|a, b| a.id.cmp(&b.id));
+        self.policies.sort_by(|a, b| a.id.cmp(&b.id));
     }
 }

@@ -198,6 +198,7 @@ impl CatalogService {
                     None => errors,
                 }));
             }
+            catalog.sort_by_id();
             let changes = changes_between(base.catalog(), &catalog);
             if changes.is_empty() {
                 return Ok((value, base.revision()));
@@ -260,5 +261,6 @@ async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> 
     let stored = store.load().await?;
     let mut catalog = stored.catalog;
     catalog.normalize();
+    catalog.sort_by_id();
     Ok(Snapshot::compile(catalog, stored.revision)?)
 }

@@ -2,3 +2,6 @@
 #![allow(dead_code)]
 
 pub mod conformance;
+pub mod gateway;
+pub mod jwks_server;
+pub mod keys;

@@ -1,0 +1,228 @@
+//! A real gateway in the test process, on a random port, with its own data dir, and an HTTP
+//! client that speaks to it with real HS256 tokens.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use toolgate::auth::{AdminRule, AuthSettings, mint_hs256};
+use toolgate::domain::model::Catalog;
+use toolgate::server::{Running, ServerConfig, start};
+
+pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
+
+pub struct Gateway {
+    pub base: String,
+    pub client: reqwest::Client,
+    shutdown: Option<oneshot::Sender<()>>,
+    running: Option<Running>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts a problem-JSON error with this status and returns the body.
+    pub fn problem(&self, status: u16) -> Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.body)
+        );
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json")
+        );
+        let body = self.json();
+        assert_eq!(body["status"], json!(status));
+        assert!(
+            body["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("urn:toolgate:problem:"))
+        );
+        assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()));
+        body
+    }
+}
+
+pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
+    ServerConfig {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        data_dir: data_dir.to_path_buf(),
+        seed: None,
+        auth,
+        admin_rule: AdminRule::default(),
+        body_limit: 1024 * 1024,
+        request_timeout: Duration::from_secs(30),
+        cache_capacity: 1000,
+    }
+}
+
+pub fn hs_settings() -> AuthSettings {
+    AuthSettings {
+        hmac_secret: Some(SECRET.to_owned()),
+        ..AuthSettings::default()
+    }
+}
+
+impl Gateway {
+    /// A gateway on a fresh data dir, accepting HS256 tokens signed with [`SECRET`].
+    pub async fn start() -> Gateway {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut gateway = Gateway::start_with(config(dir.path(), hs_settings())).await;
+        gateway._dir = Some(dir);
+        gateway
+    }
+
+    pub async fn start_with(config: ServerConfig) -> Gateway {
+        let (shutdown, signal) = oneshot::channel::<()>();
+        let running = start(config, async move {
+            let _ = signal.await;
+        })
+        .await
+        .expect("the gateway starts");
+        Gateway {
+            base: format!("http://{}", running.addr),
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+            shutdown: Some(shutdown),
+            running: Some(running),
+            _dir: None,
+        }
+    }
+
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self._dir.as_ref().map(|d| d.path().to_path_buf())
+    }
+
+    /// Stops serving and releases the store (so the data dir can be reopened).
+    pub async fn stop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(running) = self.running.take() {
+            let Running { task, state, .. } = running;
+            drop(state);
+            let _ = task.await;
+        }
+    }
+
+    pub fn token(claims: Value) -> String {
+        let mut claims: Map<String, Value> = claims.as_object().expect("claims object").clone();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        claims.entry("exp").or_insert(json!(now + 600));
+        claims.entry("iat").or_insert(json!(now));
+        mint_hs256(SECRET, &claims).expect("mint")
+    }
+
+    pub fn admin() -> String {
+        Gateway::token(json!({"sub": "admin-1", "roles": ["admin"]}))
+    }
+
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut request = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&body).expect("json"));
+        }
+        let response = request.send().await.expect("request reaches the gateway");
+        Reply {
+            status: response.status(),
+            headers: response.headers().clone(),
+            body: response.bytes().await.expect("body").to_vec(),
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.request(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn admin_send(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
+        self.request(method, path, Some(&Gateway::admin()), body)
+            .await
+    }
+
+    /// Replaces the catalog and asserts it was accepted.
+    pub async fn put_catalog(&self, catalog: &Catalog) -> u64 {
+        let reply = self
+            .admin_send(
+                Method::PUT,
+                "/admin/catalog",
+                Some(serde_json::to_value(catalog).expect("json")),
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        reply.json()["revision"].as_u64().expect("revision")
+    }
+
+    /// The tool ids an agent with these claims sees.
+    pub async fn tool_ids(&self, claims: Value, query: &str) -> Vec<String> {
+        let reply = self
+            .get(&format!("/agents/tools{query}"), &Gateway::token(claims))
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        reply.json()["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|e| e["tool_id"].as_str().expect("tool_id").to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
