@@ -5,6 +5,8 @@
 
 pub mod admin;
 pub mod agents;
+#[cfg(feature = "bench-routes")]
+mod bench;
 pub mod errors;
 pub mod extract;
 mod ops;
@@ -44,11 +46,13 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
         .route("/api/agents/tools", get(agents::list_tools))
-        .merge(admin::routes())
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            request_timeout,
-        ));
+        .merge(admin::routes());
+    #[cfg(feature = "bench-routes")]
+    let api = api.merge(bench::routes());
+    let api = api.layer(TimeoutLayer::with_status_code(
+        StatusCode::SERVICE_UNAVAILABLE,
+        request_timeout,
+    ));
     Router::new()
         .merge(api)
         .merge(ops::routes())

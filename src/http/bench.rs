@@ -1,0 +1,67 @@
+//! Bench-only routes (cargo feature `bench-routes`, never in a release build): the baseline for
+//! the load benchmark.
+//!
+//! `POST /bench/precomputed` (with an agent token) renders that agent's manifest once and keeps
+//! the bytes; `GET /bench/precomputed` then answers with exactly those bytes and headers and
+//! nothing else — no token, no fingerprint, no cache lookup. Comparing its throughput with
+//! `GET /agents/tools` for the same agent measures what the hot path adds on top of writing
+//! bytes.
+
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::AppState;
+use super::agents::rendered_manifest;
+use super::errors::ApiError;
+use super::extract::Agent;
+use crate::cache::RenderedManifest;
+use crate::domain::manifest::ManifestOptions;
+
+static PRECOMPUTED: RwLock<Option<Arc<RenderedManifest>>> = RwLock::new(None);
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/bench/precomputed", get(serve).post(prepare))
+}
+
+async fn prepare(State(state): State<AppState>, agent: Agent) -> Result<Response, ApiError> {
+    let snapshot = state.catalog.snapshot();
+    let rendered = rendered_manifest(&state, &snapshot, &agent, ManifestOptions::default());
+    let count = rendered.tool_count;
+    *PRECOMPUTED.write().unwrap_or_else(|p| p.into_inner()) = Some(rendered);
+    Ok((StatusCode::OK, format!("{{\"tools\":{count}}}")).into_response())
+}
+
+async fn serve() -> Response {
+    let rendered = PRECOMPUTED
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let Some(rendered) = rendered else {
+        return ApiError::NotFound("POST /bench/precomputed first".to_owned()).into_response();
+    };
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                header::ETAG,
+                HeaderValue::from_str(&rendered.etag).unwrap_or(HeaderValue::from_static("\"\"")),
+            ),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, no-cache"),
+            ),
+        ],
+        Body::from(rendered.body.clone()),
+    )
+        .into_response()
+}
