@@ -5,7 +5,17 @@
 
 /// JWT verification (HMAC secret and JWKS keys) and dev-token minting.
 pub mod auth;
+/// Reading catalog documents from JSON or YAML files, with line, column and field path on error.
+pub mod catalog_file;
+/// The command line: `serve` (default), `token`, `check`, `migrate`.
+pub mod cli;
+/// Settings from flags, environment, TOML file and defaults, checked once at start.
+pub mod config;
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
+/// The HTTP server (`toolgate serve`).
+pub mod server;
 /// The catalog store port and its adapters (embedded on-disk store, MongoDB).
 pub mod store;
+/// Logging set-up (`tracing` to stderr, text or JSON); the place for OpenTelemetry.
+pub mod telemetry;
