@@ -3,17 +3,25 @@
 //! Data flows one way: token → claims → decision → bytes.
 #![forbid(unsafe_code)]
 
-/// JWT verification (HMAC secret and JWKS keys) and dev-token minting.
+/// JWT verification (HMAC secret and JWKS keys), the admin rule, dev-token minting.
 pub mod auth;
 /// In-process cache of rendered manifests.
 pub mod cache;
+/// Reading catalog documents from JSON or YAML files, with line, column and field path on error.
+pub mod catalog_file;
+/// The command line: `serve` (default), `token`, `check`, `migrate`.
+pub mod cli;
+/// Settings from flags, environment, TOML file and defaults, checked once at start.
+pub mod config;
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
 /// The HTTP adapter: routes, extractors, problem-JSON errors.
 pub mod http;
-/// Assembles and runs the gateway.
+/// Assembles and runs the gateway (`toolgate serve`).
 pub mod server;
 /// Catalog writes and the current compiled snapshot (the application layer).
 pub mod service;
 /// The catalog store port and its adapters (embedded on-disk store, MongoDB).
 pub mod store;
+/// Logging set-up (`tracing` to stderr, text or JSON); the place for OpenTelemetry.
+pub mod telemetry;

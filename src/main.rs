@@ -1,1 +1,41 @@
-fn main() {}
+//! The `toolgate` binary: parse the command line, then hand over to the library.
+
+use std::process::ExitCode;
+
+use toolgate::cli::{self, Command};
+use toolgate::{server, telemetry};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("toolgate: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    match cli::parse()? {
+        Command::Serve(settings) => {
+            telemetry::init_logging(settings.log_format, &settings.log_level)?;
+            for warning in &settings.warnings {
+                tracing::warn!("{warning}");
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(server::run(settings))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Token(request) => {
+            cli::run_token(&request, &mut stdout)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check(path) => cli::run_check(&path, &mut stdout),
+        Command::Migrate(settings) => {
+            cli::run_migrate(&settings, &mut stdout, &mut std::io::stderr().lock())
+        }
+    }
+}

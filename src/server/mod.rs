@@ -15,11 +15,54 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::cache::ManifestCache;
+use crate::config::{Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::{AppState, router};
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{CatalogStore, EntityKind};
+
+/// Rendered manifests kept in memory by `toolgate serve`.
+const CACHE_CAPACITY: usize = 10_000;
+
+/// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
+pub async fn run(settings: Settings) -> anyhow::Result<()> {
+    if settings.mongodb_uri.is_some() || settings.redis_url.is_some() {
+        anyhow::bail!(
+            "TOOLGATE_MONGODB_URI / TOOLGATE_REDIS_URL are set, but this build serves from the \
+             embedded store with an in-process cache only; unset them to use the embedded store"
+        );
+    }
+    let seed = match &settings.seed {
+        Some(path) => {
+            let mut catalog = crate::catalog_file::parse_catalog_file(path)
+                .with_context(|| format!("reading the seed catalog {}", path.display()))?;
+            catalog.normalize();
+            Some(catalog)
+        }
+        None => None,
+    };
+    let admin_rule = AdminRule::new(&settings.admin_rule).map_err(anyhow::Error::msg)?;
+    let config = ServerConfig {
+        listen: settings.listen,
+        data_dir: settings.data_dir.clone(),
+        seed,
+        auth: settings.auth(),
+        admin_rule,
+        body_limit: settings.body_limit_bytes,
+        request_timeout: settings.request_timeout,
+        cache_capacity: CACHE_CAPACITY,
+    };
+    let running = start(config, shutdown_signal()).await?;
+    // One line on stdout that scripts (and the tests) read to find the bound address.
+    println!("toolgate listening on http://{}", running.addr);
+    if settings.dev_mode {
+        let tokens = sample_tokens(&settings).context("minting the sample tokens")?;
+        eprintln!("{}", dev_banner(&settings, &tokens.admin, &tokens.agent));
+    }
+    running.task.await.context("the server task failed")??;
+    Ok(())
+}
 
 /// Everything the server needs, already parsed and validated.
 #[derive(Debug, Clone)]

@@ -1,0 +1,196 @@
+//! Reading a catalog document (the `PUT /admin/catalog` shape) from a JSON or YAML file, for
+//! `toolgate check` and the start-up seed.
+//!
+//! Errors point at the spot: the file, line and column, and the field path inside the document
+//! (`tools[3].source_id`), so a typo in a 2,000-line seed file is found in seconds.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::domain::model::Catalog;
+
+/// The syntax a catalog file is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogFormat {
+    /// `.json`
+    Json,
+    /// `.yaml` / `.yml` (YAML 1.2 via `serde_norway`).
+    Yaml,
+}
+
+impl fmt::Display for CatalogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Json => "JSON",
+            Self::Yaml => "YAML",
+        })
+    }
+}
+
+/// Why a catalog file could not be read as a [`Catalog`].
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogFileError {
+    /// The file could not be read.
+    #[error("cannot read the catalog file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The file is not a valid catalog document in `format`.
+    #[error("{}: {}", Self::place(path, *line, *column), Self::what(*format, field, message))]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The syntax it was read as.
+        format: CatalogFormat,
+        /// Where in the document (`tools[0].name`); `None` at the top level.
+        field: Option<String>,
+        /// 1-based line, when the parser knows it.
+        line: Option<usize>,
+        /// 1-based column, when the parser knows it.
+        column: Option<usize>,
+        /// The parser's message (e.g. ``missing field `name` ``).
+        message: String,
+    },
+}
+
+impl CatalogFileError {
+    fn place(path: &Path, line: Option<usize>, column: Option<usize>) -> String {
+        match (line, column) {
+            (Some(line), Some(column)) => format!("{}:{line}:{column}", path.display()),
+            (Some(line), None) => format!("{}:{line}", path.display()),
+            _ => path.display().to_string(),
+        }
+    }
+
+    fn what(format: CatalogFormat, field: &Option<String>, message: &str) -> String {
+        match field {
+            Some(field) => format!("{field}: {message} (invalid {format} catalog)"),
+            None => format!("{message} (invalid {format} catalog)"),
+        }
+    }
+}
+
+/// Reads `path` as a catalog: `.json` as JSON, `.yaml`/`.yml` as YAML, anything else as JSON
+/// and then as YAML. The catalog is returned as written: call [`Catalog::normalize`] and
+/// [`crate::domain::validate::validate`] next.
+pub fn parse_catalog_file(path: &Path) -> Result<Catalog, CatalogFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CatalogFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("json") => parse_json(path, &text),
+        Some("yaml" | "yml") => parse_yaml(path, &text),
+        _ => parse_json(path, &text).or_else(|json_error| {
+            // YAML reads most JSON too; report the JSON error for what looks like JSON.
+            parse_yaml(path, &text).map_err(|yaml_error| {
+                if text.trim_start().starts_with('{') {
+                    json_error
+                } else {
+                    yaml_error
+                }
+            })
+        }),
+    }
+}
+
+/// Parses `text` as a JSON catalog; `path` only names the file in errors.
+pub fn parse_json(path: &Path, text: &str) -> Result<Catalog, CatalogFileError> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let catalog: Catalog =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let field = field_path(error.path());
+            let inner = error.into_inner();
+            syntax(
+                path,
+                CatalogFormat::Json,
+                field,
+                Some(inner.line()).filter(|&l| l > 0),
+                Some(inner.column()).filter(|&c| c > 0),
+                json_message(&inner),
+            )
+        })?;
+    deserializer.end().map_err(|inner| {
+        syntax(
+            path,
+            CatalogFormat::Json,
+            None,
+            Some(inner.line()),
+            Some(inner.column()),
+            json_message(&inner),
+        )
+    })?;
+    Ok(catalog)
+}
+
+/// Parses `text` as a YAML catalog (one document); `path` only names the file in errors.
+pub fn parse_yaml(path: &Path, text: &str) -> Result<Catalog, CatalogFileError> {
+    let deserializer = serde_norway::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let field = field_path(error.path());
+        let inner = error.into_inner();
+        let location = inner.location();
+        // serde_norway appends " at line L column C" itself; we print the place up front.
+        let message = inner.to_string();
+        let message = match message.find(" at line ") {
+            Some(at) if location.is_some() => message[..at].to_owned(),
+            _ => message,
+        };
+        // It also prefixes the enclosing path ("tools[0]: unknown field"); ours is more exact.
+        let message = match (&field, message.split_once(": ")) {
+            (Some(field), Some((prefix, rest))) if field.starts_with(prefix) => rest.to_owned(),
+            _ => message,
+        };
+        syntax(
+            path,
+            CatalogFormat::Yaml,
+            field,
+            location.as_ref().map(|l| l.line()),
+            location.as_ref().map(|l| l.column()),
+            message,
+        )
+    })
+}
+
+/// serde_json's message without its trailing " at line L column C".
+fn json_message(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message,
+    }
+}
+
+/// The path as `tools[0].name`; `None` for the document itself.
+fn field_path(path: &serde_path_to_error::Path) -> Option<String> {
+    let text = path.to_string();
+    (text != ".").then_some(text)
+}
+
+fn syntax(
+    path: &Path,
+    format: CatalogFormat,
+    field: Option<String>,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: String,
+) -> CatalogFileError {
+    CatalogFileError::Syntax {
+        path: path.to_owned(),
+        format,
+        field,
+        line,
+        column,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests;

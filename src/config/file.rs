@@ -1,0 +1,137 @@
+//! The TOML configuration file: its shape (sections and keys, unknown keys rejected) and its
+//! conversion into a [`Layer`]. `config/toolgate.example.toml` documents every key.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::domain::model::ClaimMatcher;
+
+use super::layer::{self, Layer, non_empty};
+use super::{ConfigError, Secret};
+
+/// The whole file. Every section and key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    server: ServerSection,
+    #[serde(default)]
+    auth: AuthSection,
+    #[serde(default)]
+    http: HttpSection,
+    #[serde(default)]
+    mongodb: MongodbSection,
+    #[serde(default)]
+    redis: RedisSection,
+    #[serde(default)]
+    log: LogSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerSection {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    seed: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthSection {
+    jwt_secret: Option<String>,
+    jwks_url: Option<String>,
+    jwt_issuer: Option<String>,
+    jwt_audience: Option<String>,
+    jwt_leeway_secs: Option<u64>,
+    admin_rule: Option<Vec<ClaimMatcher>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpSection {
+    request_timeout_secs: Option<u64>,
+    body_limit_bytes: Option<u64>,
+    sse_ping_secs: Option<u64>,
+    max_streams_per_subject: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MongodbSection {
+    uri: Option<String>,
+    database: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedisSection {
+    url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogSection {
+    format: Option<String>,
+    level: Option<String>,
+}
+
+/// Reads and checks the file at `path`.
+pub(super) fn read(path: &Path) -> Result<Layer, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::FileRead {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Parses `text` as the file at `path` (the path only names the file in messages).
+pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
+    let file: FileConfig = toml::from_str(text).map_err(|error| ConfigError::FileParse {
+        path: path.to_owned(),
+        message: error.to_string().trim_end().to_owned(),
+    })?;
+    let place = format!(" in {}", path.display());
+    let named = |key: &str| format!("{key}{place}");
+    let positive = |key: &str, value: Option<u64>| {
+        value
+            .map(|v| layer::at_least_one(&named(key), v))
+            .transpose()
+    };
+    Ok(Layer {
+        listen: non_empty(file.server.listen)
+            .map(|text| layer::listen_address(&named("server.listen"), &text))
+            .transpose()?,
+        data_dir: file.server.data_dir.filter(|p| !p.as_os_str().is_empty()),
+        seed: file.server.seed.filter(|p| !p.as_os_str().is_empty()),
+        jwt_secret: non_empty(file.auth.jwt_secret).map(Secret::new),
+        jwks_url: non_empty(file.auth.jwks_url),
+        jwt_issuer: non_empty(file.auth.jwt_issuer),
+        jwt_audience: non_empty(file.auth.jwt_audience),
+        jwt_leeway_secs: file.auth.jwt_leeway_secs,
+        admin_rule: file
+            .auth
+            .admin_rule
+            .map(|rule| layer::admin_rule("auth.admin_rule", &place, rule))
+            .transpose()?,
+        mongodb_uri: non_empty(file.mongodb.uri).map(Secret::new),
+        mongodb_database: non_empty(file.mongodb.database),
+        redis_url: non_empty(file.redis.url).map(Secret::new),
+        request_timeout_secs: positive(
+            "http.request_timeout_secs",
+            file.http.request_timeout_secs,
+        )?,
+        body_limit_bytes: positive("http.body_limit_bytes", file.http.body_limit_bytes)?,
+        sse_ping_secs: positive("http.sse_ping_secs", file.http.sse_ping_secs)?,
+        max_streams_per_subject: positive(
+            "http.max_streams_per_subject",
+            file.http.max_streams_per_subject,
+        )?,
+        log_format: non_empty(file.log.format)
+            .map(|text| layer::log_format(&named("log.format"), &text))
+            .transpose()?,
+        log_level: non_empty(file.log.level)
+            .map(|text| layer::log_level(&named("log.level"), &text))
+            .transpose()?,
+    })
+}

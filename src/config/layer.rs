@@ -1,0 +1,163 @@
+//! One source of settings (file, environment or flags) as typed, already-checked values.
+//!
+//! Each source checks its own values while it reads them, so an error names exactly where the
+//! bad value came from (`--listen`, `TOOLGATE_LISTEN` or `server.listen in toolgate.toml`).
+//! Merging is then plain "the higher layer wins where it has a value".
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::domain::claims::{ClaimPath, CompiledMatcher};
+use crate::domain::model::ClaimMatcher;
+
+use super::{ConfigError, LogFormat, Secret};
+
+/// Settings from one source; `None` means "this source does not say".
+#[derive(Debug, Default)]
+pub(super) struct Layer {
+    pub listen: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub seed: Option<PathBuf>,
+    pub jwt_secret: Option<Secret>,
+    pub jwks_url: Option<String>,
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
+    pub jwt_leeway_secs: Option<u64>,
+    pub admin_rule: Option<Vec<ClaimMatcher>>,
+    pub mongodb_uri: Option<Secret>,
+    pub mongodb_database: Option<String>,
+    pub redis_url: Option<Secret>,
+    pub request_timeout_secs: Option<u64>,
+    pub body_limit_bytes: Option<u64>,
+    pub sse_ping_secs: Option<u64>,
+    pub max_streams_per_subject: Option<u64>,
+    pub log_format: Option<LogFormat>,
+    pub log_level: Option<String>,
+}
+
+impl Layer {
+    /// `higher` on top of `self`: each value of `higher` replaces the one below it.
+    pub fn overlaid_by(self, higher: Layer) -> Layer {
+        Layer {
+            listen: higher.listen.or(self.listen),
+            data_dir: higher.data_dir.or(self.data_dir),
+            seed: higher.seed.or(self.seed),
+            jwt_secret: higher.jwt_secret.or(self.jwt_secret),
+            jwks_url: higher.jwks_url.or(self.jwks_url),
+            jwt_issuer: higher.jwt_issuer.or(self.jwt_issuer),
+            jwt_audience: higher.jwt_audience.or(self.jwt_audience),
+            jwt_leeway_secs: higher.jwt_leeway_secs.or(self.jwt_leeway_secs),
+            admin_rule: higher.admin_rule.or(self.admin_rule),
+            mongodb_uri: higher.mongodb_uri.or(self.mongodb_uri),
+            mongodb_database: higher.mongodb_database.or(self.mongodb_database),
+            redis_url: higher.redis_url.or(self.redis_url),
+            request_timeout_secs: higher.request_timeout_secs.or(self.request_timeout_secs),
+            body_limit_bytes: higher.body_limit_bytes.or(self.body_limit_bytes),
+            sse_ping_secs: higher.sse_ping_secs.or(self.sse_ping_secs),
+            max_streams_per_subject: higher
+                .max_streams_per_subject
+                .or(self.max_streams_per_subject),
+            log_format: higher.log_format.or(self.log_format),
+            log_level: higher.log_level.or(self.log_level),
+        }
+    }
+}
+
+/// A listen address: an IP and a port (host names are not resolved, to keep start-up
+/// deterministic).
+pub(super) fn listen_address(setting: &str, text: &str) -> Result<SocketAddr, ConfigError> {
+    text.trim().parse().map_err(|_| {
+        ConfigError::invalid(
+            setting,
+            format!(
+                "'{text}' is not a listen address; expected IP:port such as 127.0.0.1:8080 \
+                 or 0.0.0.0:8080"
+            ),
+        )
+    })
+}
+
+/// A count or a number of seconds that must be at least 1.
+pub(super) fn at_least_one(setting: &str, value: u64) -> Result<u64, ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::invalid(setting, "must be at least 1, found 0"));
+    }
+    Ok(value)
+}
+
+/// A non-negative integer given as text (environment variables).
+pub(super) fn integer(setting: &str, text: &str) -> Result<u64, ConfigError> {
+    text.trim().parse().map_err(|_| {
+        ConfigError::invalid(
+            setting,
+            format!("'{text}' is not a whole number; expected e.g. 30"),
+        )
+    })
+}
+
+/// `text` or `json`.
+pub(super) fn log_format(setting: &str, text: &str) -> Result<LogFormat, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(ConfigError::invalid(
+            setting,
+            format!("unknown log format '{text}'; expected 'text' or 'json'"),
+        )),
+    }
+}
+
+/// A `tracing` filter such as `info` or `toolgate=debug,tower_http=info`, checked now so that
+/// a typo fails at start rather than silently logging nothing.
+pub(super) fn log_level(setting: &str, text: &str) -> Result<String, ConfigError> {
+    tracing_subscriber::EnvFilter::builder()
+        .parse(text)
+        .map_err(|error| {
+            ConfigError::invalid(
+                setting,
+                format!(
+                    "'{text}' is not a log filter ({error}); expected a level such as 'info' \
+                     or directives such as 'toolgate=debug,info'"
+                ),
+            )
+        })?;
+    Ok(text.to_owned())
+}
+
+/// Checks every matcher of an admin rule the way policy matchers are checked; `setting` names
+/// the list (`auth.admin_rule in toolgate.toml`, `TOOLGATE_ADMIN_RULE`) and `suffix` is
+/// appended after the element's field path.
+pub(super) fn admin_rule(
+    key: &str,
+    suffix: &str,
+    matchers: Vec<ClaimMatcher>,
+) -> Result<Vec<ClaimMatcher>, ConfigError> {
+    if matchers.is_empty() {
+        return Err(ConfigError::invalid(
+            format!("{key}{suffix}"),
+            "the admin rule needs at least one claim matcher (an empty rule would make no \
+             token admin); remove the key to use the default (roles contains admin, or \
+             realm_access.roles contains admin)",
+        ));
+    }
+    for (i, matcher) in matchers.iter().enumerate() {
+        if let Err(message) = ClaimPath::parse(&matcher.json_path) {
+            return Err(ConfigError::invalid(
+                format!("{key}[{i}].json_path{suffix}"),
+                message,
+            ));
+        }
+        if let Err(error) = CompiledMatcher::compile(matcher) {
+            return Err(ConfigError::invalid(
+                format!("{key}[{i}].{}{suffix}", error.field),
+                error.message,
+            ));
+        }
+    }
+    Ok(matchers)
+}
+
+/// `Some(text)` unless it is empty: an empty value means "not set" in every source.
+pub(super) fn non_empty(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.is_empty())
+}

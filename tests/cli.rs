@@ -1,0 +1,206 @@
+//! Black-box tests of the `toolgate` binary: `token`, `check` and `migrate` as a user runs
+//! them, with a controlled environment (no inherited `TOOLGATE_*` variables).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::json;
+use toolgate::auth::{AuthSettings, Verifier};
+
+const SECRET: &str = "integration-secret-long-enough-for-hs256";
+
+/// The binary with a clean environment and a working folder without a config/toolgate.toml.
+fn toolgate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+const VALID_YAML: &str = "\
+sources:
+  - id: billing
+    name: Billing API
+    type: openapi
+tools:
+  - source_id: billing
+    operation_id: refund
+    name: refund_payment
+groups:
+  - id: payments
+    name: Payments
+    explicit_tool_ids: ['billing:refund']
+policies:
+  - id: support
+    name: Support agents
+    claim_matchers:
+      - {json_path: roles, operator: contains, value: support}
+    allowed_group_ids: [payments]
+";
+
+#[tokio::test]
+async fn token_prints_only_a_token_that_verifies() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = toolgate(
+        dir.path(),
+        &[
+            "token",
+            "--sub",
+            "bob",
+            "--role",
+            "support",
+            "--claim",
+            "tenant=acme",
+            "--ttl-secs",
+            "600",
+        ],
+        &[("TOOLGATE_JWT_SECRET", SECRET)],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let token = stdout.trim_end();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert_eq!(token.split('.').count(), 3);
+
+    let verifier = Verifier::new(AuthSettings {
+        hmac_secret: Some(SECRET.to_owned()),
+        ..AuthSettings::default()
+    })
+    .await
+    .expect("verifier");
+    let verified = verifier.verify(token).await.expect("the token verifies");
+    assert_eq!(verified.claims["sub"], json!("bob"));
+    assert_eq!(verified.claims["roles"], json!(["support"]));
+    assert_eq!(verified.claims["tenant"], json!("acme"));
+    let iat = verified.claims["iat"].as_i64().expect("iat");
+    assert_eq!(verified.expires_at, Some(iat + 600));
+}
+
+#[test]
+fn token_without_a_secret_says_what_to_set() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = toolgate(dir.path(), &["token"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    assert!(
+        text(&output.stderr).contains("TOOLGATE_JWT_SECRET"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn check_accepts_a_valid_yaml_catalog() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = write(dir.path(), "catalog.yaml", VALID_YAML);
+    let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("1 source, 1 tool, 0 labels, 1 group, 1 policy"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_every_validation_error_as_field_and_message() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let invalid = VALID_YAML
+        .replace("operator: contains", "operator: eq")
+        .replace("allowed_group_ids: [payments]", "allowed_group_ids: [nope]");
+    let path = write(dir.path(), "catalog.yml", &invalid);
+    let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("policies[0].claim_matchers[0].operator: unknown operator 'eq'"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("policies[0].allowed_group_ids[0]: "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_json_syntax_errors_with_their_place() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = write(
+        dir.path(),
+        "catalog.json",
+        "{\"sources\": [{\"id\": \"a\", \"name\": 1}]}",
+    );
+    let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("catalog.json:1:") && stdout.contains("sources[0].name: "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_accepts_a_valid_json_catalog() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = write(
+        dir.path(),
+        "catalog.json",
+        r#"{"sources": [{"id": "billing", "name": "Billing", "type": "manual"}], "tools": []}"#,
+    );
+    let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+    assert!(output.status.success(), "{}", text(&output.stdout));
+}
+
+#[test]
+fn serve_without_key_material_is_refused() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = toolgate(dir.path(), &["serve", "--listen", "127.0.0.1:0"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("TOOLGATE_JWT_SECRET") && stderr.contains("TOOLGATE_JWKS_URL"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn migrate_without_mongodb_has_nothing_to_do() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = toolgate(dir.path(), &["migrate"], &[]);
+    assert!(output.status.success());
+    assert!(text(&output.stdout).contains("nothing to migrate"));
+
+    let output = toolgate(
+        dir.path(),
+        &["migrate"],
+        &[("TOOLGATE_MONGODB_URI", "mongodb://db")],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("MongoDB support is not available in this build yet"));
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    for args in [&["--help"][..], &["--version"], &["token", "--help"]] {
+        let output = toolgate(dir.path(), args, &[]);
+        assert!(output.status.success(), "{args:?}");
+        assert!(!output.stdout.is_empty(), "{args:?}");
+    }
+    let output = toolgate(dir.path(), &["--listen", "nowhere"], &[]);
+    assert_eq!(output.status.code(), Some(2), "usage errors exit 2");
+}
