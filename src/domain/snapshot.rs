@@ -300,11 +300,12 @@ impl MatcherInterner {
 }
 
 /// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
-/// pattern shared by many groups is matched against the tools once.
+/// pattern shared by many groups is matched against the tools once, and a pattern is matched
+/// once per distinct field value (50 source names, 600 tool names…), not once per tool.
 struct SelectionIndex<'c> {
-    tools: &'c [&'c Tool],
-    /// Each tool's source name (`""` when the source does not exist).
-    source_names: Vec<&'c str>,
+    len: usize,
+    /// The distinct values of each pattern-matched field, indexed by [`Field`].
+    fields: [FieldValues<'c>; 4],
     by_source_pattern: HashMap<&'c str, FixedBitSet>,
     by_name_pattern: HashMap<&'c str, FixedBitSet>,
     by_path_pattern: HashMap<&'c str, FixedBitSet>,
@@ -336,17 +337,22 @@ impl<'c> SelectionIndex<'c> {
                     .insert(i);
             }
         }
-        let source_names = tools
-            .iter()
-            .map(|tool| {
-                sources
-                    .get(tool.source_id.as_str())
-                    .map_or("", |(_, source)| source.name.as_str())
-            })
-            .collect();
+        // A missing source has the name `""`; an absent path or method is `""` too.
+        let source_names = FieldValues::new(tools.iter().map(|tool| {
+            sources
+                .get(tool.source_id.as_str())
+                .map_or("", |(_, source)| source.name.as_str())
+        }));
+        let names = FieldValues::new(tools.iter().map(|tool| tool.name.as_str()));
+        let paths = FieldValues::new(tools.iter().map(|tool| tool.path.as_deref().unwrap_or("")));
+        let methods = FieldValues::new(
+            tools
+                .iter()
+                .map(|tool| tool.method.as_deref().unwrap_or("")),
+        );
         SelectionIndex {
-            tools,
-            source_names,
+            len,
+            fields: [source_names, names, paths, methods],
             by_source_pattern: HashMap::new(),
             by_name_pattern: HashMap::new(),
             by_path_pattern: HashMap::new(),
@@ -358,11 +364,9 @@ impl<'c> SelectionIndex<'c> {
     }
 
     fn matching(&mut self, selector: &'c Selector, at: &str) -> Result<FixedBitSet, CompileError> {
-        let len = self.tools.len();
+        let len = self.len;
         let mut result = FixedBitSet::with_capacity(len);
         result.insert_range(..);
-        let tools = self.tools;
-        let source_names = &self.source_names;
         let criteria: [(&str, Option<&'c String>, Field); 4] = [
             (
                 "source_pattern",
@@ -395,19 +399,17 @@ impl<'c> SelectionIndex<'c> {
                     field: format!("{at}.{field_name}"),
                     message,
                 })?;
+                let values = &self.fields[field as usize];
+                let hits: Vec<bool> = values
+                    .distinct
+                    .iter()
+                    .map(|value| compiled.is_match(value))
+                    .collect();
                 let mut matched = FixedBitSet::with_capacity(len);
-                let mut memo: HashMap<&str, bool> = HashMap::new();
-                for (i, tool) in tools.iter().enumerate() {
-                    let value = match field {
-                        Field::SourceName => source_names[i],
-                        Field::Name => tool.name.as_str(),
-                        Field::Path => tool.path.as_deref().unwrap_or(""),
-                        Field::Method => tool.method.as_deref().unwrap_or(""),
-                    };
-                    let hit = *memo
-                        .entry(value)
-                        .or_insert_with(|| compiled.is_match(value));
-                    matched.set(i, hit);
+                for (i, &value) in values.of_tool.iter().enumerate() {
+                    if hits[value as usize] {
+                        matched.insert(i);
+                    }
                 }
                 cache.insert(pattern, matched);
             }
@@ -428,6 +430,29 @@ impl<'c> SelectionIndex<'c> {
     }
 }
 
+/// One tool field's distinct values and, per tool (in snapshot order), the index of its value.
+struct FieldValues<'c> {
+    distinct: Vec<&'c str>,
+    of_tool: Vec<u32>,
+}
+
+impl<'c> FieldValues<'c> {
+    fn new(values: impl Iterator<Item = &'c str>) -> Self {
+        let mut index: HashMap<&'c str, u32> = HashMap::new();
+        let mut distinct = Vec::new();
+        let of_tool = values
+            .map(|value| {
+                *index.entry(value).or_insert_with(|| {
+                    distinct.push(value);
+                    (distinct.len() - 1) as u32
+                })
+            })
+            .collect();
+        FieldValues { distinct, of_tool }
+    }
+}
+
+/// The pattern-matched tool fields; the discriminant indexes [`SelectionIndex::fields`].
 #[derive(Clone, Copy)]
 enum Field {
     SourceName,
