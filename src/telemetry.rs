@@ -3,8 +3,8 @@
 
 use std::io::IsTerminal as _;
 
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -27,12 +27,16 @@ pub enum TelemetryError {
     AlreadyInitialised(String),
 }
 
-/// Installs the global subscriber: `level` as an `EnvFilter` (e.g. `info` or
+/// Installs the global subscriber: `level` as target directives (e.g. `info` or
 /// `toolgate=debug,tower_http=info`), lines in `format` to stderr so that stdout stays free
 /// for command output. Call once, early in `main`.
+///
+/// `Targets` rather than `EnvFilter`: the latter's span-field matching pulls in a regex
+/// feature (full DFA construction) that, unified across the build, made every regex the
+/// catalog compiles several times slower to build.
 pub fn init_logging(format: LogFormat, level: &str) -> Result<(), TelemetryError> {
-    let filter = EnvFilter::builder()
-        .parse(level)
+    let filter = level
+        .parse::<Targets>()
         .map_err(|error| TelemetryError::Filter {
             filter: level.to_owned(),
             message: error.to_string(),

@@ -110,8 +110,7 @@ pub(super) fn log_format(setting: &str, text: &str) -> Result<LogFormat, ConfigE
 /// A `tracing` filter such as `info` or `toolgate=debug,tower_http=info`, checked now so that
 /// a typo fails at start rather than silently logging nothing.
 pub(super) fn log_level(setting: &str, text: &str) -> Result<String, ConfigError> {
-    tracing_subscriber::EnvFilter::builder()
-        .parse(text)
+    text.parse::<tracing_subscriber::filter::Targets>()
         .map_err(|error| {
             ConfigError::invalid(
                 setting,

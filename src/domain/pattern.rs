@@ -5,7 +5,7 @@
 //! Globs: `*` is any run of characters including `/`, `?` one character, `[abc]` / `[!abc]`
 //! classes, `{a,b}` alternatives. Selector patterns ignore case; tool-name globs do not.
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder};
 use regex::{Regex, RegexBuilder};
 
 /// The prefix that turns a selector pattern into a regular expression.
@@ -16,12 +16,80 @@ pub const REGEX_PREFIX: &str = "regex:";
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// A compiled pattern. Compiling is the only fallible step; matching never fails.
+///
+/// Most real globs are a literal, `prefix*`, `*suffix` or `*infix*`; those are matched by
+/// comparing bytes ([`Pattern::Simple`]) rather than by a regular expression, which makes
+/// compiling a catalog with a thousand distinct patterns several times cheaper. Every other
+/// glob runs as the regular expression globset translates it to.
 #[derive(Debug, Clone)]
 pub enum Pattern {
     /// `*`: matches every value, including the empty one.
     Any,
-    Glob(GlobMatcher),
+    Simple(Simple),
+    Glob(regex::bytes::Regex),
     Regex(Regex),
+}
+
+/// Where a [`Simple`] pattern's text must occur in the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anchor {
+    Whole,
+    Prefix,
+    Suffix,
+    Anywhere,
+}
+
+/// A glob made of literal text with at most a leading and a trailing `*`.
+///
+/// Case-insensitive means ASCII case folding, exactly as globset's globs do (they compile to
+/// byte regexes without Unicode case folding): the two agree on every value.
+#[derive(Debug, Clone)]
+pub struct Simple {
+    text: String,
+    anchor: Anchor,
+    case: Case,
+}
+
+impl Simple {
+    fn parse(text: &str, case: Case) -> Option<Simple> {
+        let (body, leading) = match text.strip_prefix('*') {
+            Some(rest) => (rest, true),
+            None => (text, false),
+        };
+        let (body, trailing) = match body.strip_suffix('*') {
+            Some(rest) => (rest, true),
+            None => (body, false),
+        };
+        if has_glob_syntax(body) {
+            return None;
+        }
+        let anchor = match (leading, trailing) {
+            (false, false) => Anchor::Whole,
+            (false, true) => Anchor::Prefix,
+            (true, false) => Anchor::Suffix,
+            (true, true) => Anchor::Anywhere,
+        };
+        Some(Simple {
+            text: body.to_owned(),
+            anchor,
+            case,
+        })
+    }
+
+    fn is_match(&self, value: &str) -> bool {
+        let (value, text) = (value.as_bytes(), self.text.as_bytes());
+        let same = |a: &[u8]| match self.case {
+            Case::Sensitive => a == text,
+            Case::Insensitive => a.eq_ignore_ascii_case(text),
+        };
+        let n = text.len();
+        match self.anchor {
+            Anchor::Whole => same(value),
+            Anchor::Prefix => value.len() >= n && same(&value[..n]),
+            Anchor::Suffix => value.len() >= n && same(&value[value.len() - n..]),
+            Anchor::Anywhere => n == 0 || value.windows(n).any(same),
+        }
+    }
 }
 
 /// Whether letter case matters when matching.
@@ -45,23 +113,36 @@ impl Pattern {
         if text == "*" {
             return Ok(Pattern::Any);
         }
-        GlobBuilder::new(text)
-            .case_insensitive(case == Case::Insensitive)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .empty_alternates(true)
-            .build()
-            .map(|glob| Pattern::Glob(glob.compile_matcher()))
-            .map_err(|error| format!("invalid glob pattern '{text}': {}", glob_reason(&error)))
+        if let Some(simple) = Simple::parse(text, case) {
+            return Ok(Pattern::Simple(simple));
+        }
+        glob_regex(text, case).map(Pattern::Glob)
     }
 
     pub fn is_match(&self, value: &str) -> bool {
         match self {
             Pattern::Any => true,
-            Pattern::Glob(glob) => glob.is_match(value),
+            Pattern::Simple(simple) => simple.is_match(value),
+            Pattern::Glob(regex) => regex.is_match(value.as_bytes()),
             Pattern::Regex(regex) => regex.is_match(value),
         }
     }
+}
+
+/// Translates a glob with globset (which owns the glob syntax) and compiles the result as a
+/// bytes regex, so that matching a `&str` needs no path candidate.
+fn glob_regex(text: &str, case: Case) -> Result<regex::bytes::Regex, String> {
+    let glob: Glob = GlobBuilder::new(text)
+        .case_insensitive(case == Case::Insensitive)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .empty_alternates(true)
+        .build()
+        .map_err(|error| format!("invalid glob pattern '{text}': {}", glob_reason(&error)))?;
+    regex::bytes::RegexBuilder::new(glob.regex())
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|error| format!("invalid glob pattern '{text}': {}", regex_reason(&error)))
 }
 
 /// Whether a `tools=` item is a plain name rather than a glob (plain names that match nothing
@@ -146,6 +227,66 @@ mod tests {
                 "pattern {pattern:?} on {value:?}"
             );
         }
+    }
+
+    #[test]
+    fn simple_fast_paths_agree_with_the_full_glob() {
+        let patterns = [
+            "get_user",
+            "get_*",
+            "*_user",
+            "*et_u*",
+            "**",
+            "*",
+            "",
+            "GET",
+            "g\u{e9}t*",
+            "*\u{e9}T_*",
+        ];
+        let values = [
+            "get_user",
+            "GET_USER",
+            "get_users",
+            "xget_user",
+            "",
+            "get",
+            "gEt_\u{212a}",
+            "\u{212a}et_user",
+            "g\u{e9}t_user",
+            "ſet_user",
+        ];
+        for pattern in patterns {
+            for case in [Case::Sensitive, Case::Insensitive] {
+                let fast = Pattern::glob(pattern, case).expect("valid");
+                let full = glob_regex(pattern, case).expect("valid");
+                for value in values {
+                    assert_eq!(
+                        fast.is_match(value),
+                        full.is_match(value.as_bytes()),
+                        "{pattern:?} {case:?} on {value:?}"
+                    );
+                }
+            }
+        }
+        assert!(matches!(
+            Pattern::glob("get_*", Case::Insensitive),
+            Ok(Pattern::Simple(_))
+        ));
+        assert!(matches!(
+            Pattern::glob("g?t_*", Case::Insensitive),
+            Ok(Pattern::Glob(_))
+        ));
+        // Glob case folding is ASCII (as globset's): the Kelvin sign is not a k.
+        assert!(
+            !Pattern::selector("k*")
+                .expect("valid")
+                .is_match("\u{212a}elvin")
+        );
+        assert!(
+            Pattern::selector("\u{e9}t\u{e9}*")
+                .expect("valid")
+                .is_match("\u{e9}t\u{e9}_x")
+        );
     }
 
     #[test]
