@@ -5,3 +5,4 @@ pub mod conformance;
 pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
+pub mod process;
