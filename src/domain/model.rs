@@ -9,6 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 fn yes() -> bool {
     true
@@ -26,19 +27,41 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
+/// A text field that takes one of `values`, for the OpenAPI schema. The model keeps such fields
+/// as plain text (an unknown value is a 422 with a field path), so the choice is documented
+/// here rather than by a Rust enum.
+pub(super) fn text_choice<'v>(
+    values: impl IntoIterator<Item = &'v str>,
+) -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(values))
+        .build()
+}
+
+fn source_type_schema() -> utoipa::openapi::schema::Object {
+    text_choice(SOURCE_TYPES)
+}
+
+pub(super) fn operator_schema() -> utoipa::openapi::schema::Object {
+    text_choice(super::claims::Operator::ALL.iter().map(|(name, _)| *name))
+}
+
 /// Where tools come from. `type` is kept as text so that an unknown type is a validation error
 /// with a field path (422), not a parse failure (400).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
     #[serde(default)]
     pub id: String,
     pub name: String,
     #[serde(rename = "type")]
+    #[schema(schema_with = source_type_schema)]
     pub source_type: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default = "yes")]
+    #[schema(default = true)]
     pub enabled: bool,
     /// Type-specific settings (a spec URL, an MCP endpoint, a tool-service descriptor…),
     /// interpreted by the importer of that type.
@@ -61,7 +84,7 @@ pub const SOURCE_TYPES: [&str; 4] = ["manual", "openapi", "mcp", "tool-service"]
 ///
 /// `id` defaults to `"{source_id}:{operation_id}"`; [`Catalog::normalize`] fills it in, so code
 /// past normalisation may rely on it being set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tool {
     #[serde(default)]
@@ -79,11 +102,16 @@ pub struct Tool {
     pub tags: Vec<String>,
     #[serde(default)]
     pub label_ids: Vec<String>,
+    /// A JSON Schema object; `{"type": "object", "properties": {}}` when absent.
     #[serde(default = "empty_object_schema")]
+    #[schema(value_type = Object)]
     pub input_schema: Value,
+    /// A JSON Schema object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub output_schema: Option<Value>,
     #[serde(default = "yes")]
+    #[schema(default = true)]
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub deprecated: bool,
@@ -114,7 +142,7 @@ impl Tool {
 }
 
 /// A free-form marker admins attach to tools; selectors can require labels.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Label {
     #[serde(default)]
@@ -135,12 +163,14 @@ pub struct Label {
 }
 
 /// One set of criteria; a tool matches when it meets every criterion (SEMANTICS.md section 5).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Selector {
     #[serde(default = "any_pattern")]
+    #[schema(default = "*")]
     pub source_pattern: String,
     #[serde(default = "any_pattern")]
+    #[schema(default = "*")]
     pub name_pattern: String,
     /// Absent or `""`: the criterion is not applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,7 +201,7 @@ impl Default for Selector {
 }
 
 /// A named set of tools: selectors ANDed, then explicit additions, then exclusions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolGroup {
     #[serde(default)]
@@ -180,6 +210,7 @@ pub struct ToolGroup {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default = "yes")]
+    #[schema(default = true)]
     pub active: bool,
     #[serde(default)]
     pub selectors: Vec<Selector>,
@@ -199,10 +230,11 @@ pub struct ToolGroup {
 
 /// One test on the agent's claims. `operator` is text so that an unknown operator is a
 /// validation error with a field path (422), not a parse failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimMatcher {
     pub json_path: String,
+    #[schema(schema_with = operator_schema)]
     pub operator: String,
     /// Unused by `exists` / `not_exists`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -210,7 +242,7 @@ pub struct ClaimMatcher {
 }
 
 /// Grants and denies groups to agents whose claims meet all matchers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AccessPolicy {
     #[serde(default)]
@@ -222,6 +254,7 @@ pub struct AccessPolicy {
     #[serde(default)]
     pub priority: i64,
     #[serde(default = "yes")]
+    #[schema(default = true)]
     pub active: bool,
     pub claim_matchers: Vec<ClaimMatcher>,
     #[serde(default)]
@@ -239,7 +272,7 @@ pub struct AccessPolicy {
 }
 
 /// The whole read model as one document (`GET`/`PUT /admin/catalog`, seed files).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Catalog {
     #[serde(default)]

@@ -35,20 +35,32 @@ pub enum ApiError {
     Internal(String),
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// The body of every error response (RFC 9457), as sent; also its OpenAPI schema.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    /// `urn:toolgate:problem:<kind>`, stable per kind of error.
     #[serde(rename = "type")]
+    #[schema(example = "urn:toolgate:problem:validation")]
     kind: &'a str,
+    #[schema(example = "Invalid request")]
     title: &'a str,
+    /// The HTTP status code.
+    #[schema(example = 422)]
     status: u16,
+    /// What went wrong, for a human.
     detail: String,
+    /// For validation problems (422) and some conflicts (409): each problem with its field path.
     #[serde(skip_serializing_if = "Option::is_none")]
     errors: Option<Vec<ProblemField<'a>>>,
 }
 
-#[derive(Serialize)]
-struct ProblemField<'a> {
+/// One problem with one field of a request body.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ProblemField<'a> {
+    /// The path of the field, such as `claim_matchers[0].operator`; empty for the whole body.
+    #[schema(example = "claim_matchers[0].operator")]
     field: &'a str,
+    #[schema(example = "unknown operator 'eq'")]
     message: &'a str,
 }
 

@@ -9,6 +9,7 @@ pub mod agents;
 mod bench;
 pub mod errors;
 pub mod extract;
+pub mod openapi;
 mod ops;
 
 use std::sync::Arc;

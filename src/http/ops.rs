@@ -1,5 +1,5 @@
-//! Operational endpoints (no token needed): `/healthz`, `/readyz`; and the responses for
-//! unknown routes and contained panics.
+//! Operational endpoints (no token needed): `/healthz`, `/readyz`, `/openapi.json`; and the
+//! responses for unknown routes and contained panics.
 
 use std::any::Any;
 
@@ -17,6 +17,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/openapi.json", get(super::openapi::serve))
 }
 
 /// The process is alive and serving.

@@ -12,13 +12,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 
 pub mod embedded;
 
 /// The five collections, as named in URLs, audit records and store tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntityKind {
     Sources,
@@ -31,7 +32,7 @@ pub enum EntityKind {
 }
 
 impl EntityKind {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             EntityKind::Sources => "sources",
             EntityKind::Tools => "tools",
@@ -103,13 +104,15 @@ pub struct Commit {
 }
 
 /// One entry of the change log (`GET /admin/audit`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AuditRecord {
     /// Position in the log, assigned by the store: strictly increasing, never reused.
     #[serde(default)]
+    #[schema(required = true)]
     pub seq: u64,
     /// The catalog revision this change produced, assigned by the store.
     #[serde(default)]
+    #[schema(required = true)]
     pub revision: u64,
     pub at: DateTime<Utc>,
     /// The admin token's `sub`.

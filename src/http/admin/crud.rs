@@ -73,10 +73,11 @@ async fn list<E: CatalogEntity>(
         let mut keep = true;
         for (key, value) in &filters {
             keep &= item.filter(key, value).ok_or_else(|| {
+                let known: Vec<&str> = E::FILTERS.iter().map(|f| f.name).collect();
                 ApiError::Malformed(format!(
                     "unknown filter '{key}' for {}; expected limit, cursor, {}",
                     E::KIND.as_str(),
-                    E::FILTERS
+                    known.join(", ")
                 ))
             })?;
         }

@@ -16,6 +16,31 @@ use crate::domain::validate::{ErrorKind, FieldError};
 use crate::service::WriteError;
 use crate::store::EntityKind;
 
+/// One list filter of a collection, `GET /admin/<collection>?<name>=<value>`.
+#[derive(Debug, Clone, Copy)]
+pub struct ListFilter {
+    pub name: &'static str,
+    /// Takes `true` or `false` rather than free text.
+    pub is_flag: bool,
+    pub description: &'static str,
+}
+
+const fn text(name: &'static str, description: &'static str) -> ListFilter {
+    ListFilter {
+        name,
+        is_flag: false,
+        description,
+    }
+}
+
+const fn flag_filter(name: &'static str, description: &'static str) -> ListFilter {
+    ListFilter {
+        name,
+        is_flag: true,
+        description,
+    }
+}
+
 /// The four server-set fields every entity carries.
 pub struct Stamps<'e> {
     pub created_at: &'e mut Option<DateTime<Utc>>,
@@ -25,7 +50,7 @@ pub struct Stamps<'e> {
 }
 
 pub trait CatalogEntity:
-    Serialize + DeserializeOwned + Clone + PartialEq + Send + Sync + 'static
+    Serialize + DeserializeOwned + utoipa::ToSchema + Clone + PartialEq + Send + Sync + 'static
 {
     const KIND: EntityKind;
     /// Singular, for messages: `source`, `tool`, …
@@ -45,8 +70,9 @@ pub trait CatalogEntity:
     /// Whether the entity passes the list filter `key=value`; `None` for an unknown key.
     fn filter(&self, key: &str, value: &str) -> Option<bool>;
 
-    /// The filter keys, for the error message on an unknown one.
-    const FILTERS: &'static str;
+    /// The list filters [`CatalogEntity::filter`] knows: for the error message on an unknown
+    /// one and for the OpenAPI document.
+    const FILTERS: &'static [ListFilter];
 
     /// Fixes up or refuses references before the entity `id` is removed.
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
@@ -80,7 +106,14 @@ fn flag(actual: bool, value: &str) -> bool {
 impl CatalogEntity for Source {
     const KIND: EntityKind = EntityKind::Sources;
     const NOUN: &'static str = "source";
-    const FILTERS: &'static str = "type, enabled, name";
+    const FILTERS: &'static [ListFilter] = &[
+        text("type", "Only sources of this type."),
+        flag_filter(
+            "enabled",
+            "Only enabled (`true`) or disabled (`false`) sources.",
+        ),
+        text("name", "Only the source with this name."),
+    ];
     stamps_and_ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
@@ -116,7 +149,21 @@ impl CatalogEntity for Source {
 impl CatalogEntity for Tool {
     const KIND: EntityKind = EntityKind::Tools;
     const NOUN: &'static str = "tool";
-    const FILTERS: &'static str = "source_id, enabled, deprecated, tag, label_id, method, name";
+    const FILTERS: &'static [ListFilter] = &[
+        text("source_id", "Only tools of this source."),
+        flag_filter(
+            "enabled",
+            "Only enabled (`true`) or disabled (`false`) tools.",
+        ),
+        flag_filter(
+            "deprecated",
+            "Only deprecated (`true`) or current (`false`) tools.",
+        ),
+        text("tag", "Only tools carrying this tag."),
+        text("label_id", "Only tools carrying this label."),
+        text("method", "Only tools with this HTTP method."),
+        text("name", "Only tools with this name."),
+    ];
     stamps_and_ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
@@ -153,7 +200,7 @@ impl CatalogEntity for Tool {
 impl CatalogEntity for Label {
     const KIND: EntityKind = EntityKind::Labels;
     const NOUN: &'static str = "label";
-    const FILTERS: &'static str = "name";
+    const FILTERS: &'static [ListFilter] = &[text("name", "Only the label with this name.")];
     stamps_and_ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
@@ -200,7 +247,13 @@ impl CatalogEntity for Label {
 impl CatalogEntity for ToolGroup {
     const KIND: EntityKind = EntityKind::Groups;
     const NOUN: &'static str = "group";
-    const FILTERS: &'static str = "active, name";
+    const FILTERS: &'static [ListFilter] = &[
+        flag_filter(
+            "active",
+            "Only active (`true`) or inactive (`false`) groups.",
+        ),
+        text("name", "Only the group with this name."),
+    ];
     stamps_and_ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
@@ -249,7 +302,13 @@ impl CatalogEntity for ToolGroup {
 impl CatalogEntity for AccessPolicy {
     const KIND: EntityKind = EntityKind::Policies;
     const NOUN: &'static str = "policy";
-    const FILTERS: &'static str = "active, group_id";
+    const FILTERS: &'static [ListFilter] = &[
+        flag_filter(
+            "active",
+            "Only active (`true`) or inactive (`false`) policies.",
+        ),
+        text("group_id", "Only policies that allow or deny this group."),
+    ];
     stamps_and_ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
@@ -277,5 +336,41 @@ fn reference(field: String, noun: &str, id: &str, owner: &str) -> FieldError {
         field,
         message: format!("refers to {noun} '{id}' (in '{owner}')"),
         kind: ErrorKind::Conflict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The declared filters (error messages, OpenAPI) and the ones `filter` applies agree.
+    fn filters_are_declared<E: CatalogEntity>(sample: &E) {
+        for filter in E::FILTERS {
+            let value = if filter.is_flag { "true" } else { "x" };
+            assert!(
+                sample.filter(filter.name, value).is_some(),
+                "{} filter '{}' is declared but not applied",
+                E::NOUN,
+                filter.name
+            );
+        }
+        assert_eq!(sample.filter("no-such-filter", "x"), None);
+    }
+
+    #[test]
+    fn every_declared_filter_is_applied() {
+        let catalog: Catalog = serde_json::from_value(serde_json::json!({
+            "sources": [{"id": "s", "name": "s", "type": "manual"}],
+            "tools": [{"source_id": "s", "operation_id": "o", "name": "o"}],
+            "labels": [{"id": "l", "name": "l"}],
+            "groups": [{"id": "g", "name": "g"}],
+            "policies": [{"id": "p", "name": "p", "claim_matchers": []}]
+        }))
+        .expect("a valid catalog document");
+        filters_are_declared(&catalog.sources[0]);
+        filters_are_declared(&catalog.tools[0]);
+        filters_are_declared(&catalog.labels[0]);
+        filters_are_declared(&catalog.groups[0]);
+        filters_are_declared(&catalog.policies[0]);
     }
 }

@@ -6,28 +6,71 @@ mod catalog;
 pub(crate) use catalog::stamped;
 mod crud;
 mod entity;
-mod preview;
-mod tools;
+pub(crate) mod preview;
+pub(crate) mod tools;
+
+use std::borrow::Cow;
 
 use axum::Router;
 use axum::http::{HeaderMap, HeaderName};
 use axum::routing::{get, post};
 
+use self::entity::CatalogEntity;
+pub use self::entity::ListFilter;
 use super::AppState;
 use super::extract::Agent;
 use crate::domain::model::{AccessPolicy, Label, Source, Tool, ToolGroup};
 use crate::service::Actor;
+use crate::store::EntityKind;
 
 /// The catalog revision a response reflects (writes: the revision they produced).
 pub const REVISION_HEADER: HeaderName = HeaderName::from_static("x-catalog-revision");
 
+/// One entity collection, `/admin/<kind>` and `/admin/<kind>/{id}`: what the router mounts and
+/// what the OpenAPI document describes, from the same table ([`COLLECTIONS`]).
+#[derive(Clone, Copy)]
+pub struct Collection {
+    pub kind: EntityKind,
+    /// Singular, for operation ids and messages: `source`, `policy`, …
+    pub noun: &'static str,
+    pub filters: &'static [ListFilter],
+    /// The name of the entity's schema among the document's components.
+    pub schema_name: fn() -> Cow<'static, str>,
+    routes: fn() -> Router<AppState>,
+}
+
+impl Collection {
+    const fn of<E: CatalogEntity>() -> Collection {
+        Collection {
+            kind: E::KIND,
+            noun: E::NOUN,
+            filters: E::FILTERS,
+            schema_name: <E as utoipa::ToSchema>::name,
+            routes: crud::routes::<E>,
+        }
+    }
+
+    /// `/admin/sources`, …
+    pub fn path(&self) -> String {
+        format!("/admin/{}", self.kind.as_str())
+    }
+}
+
+/// The five collections, in the order the API documents them.
+pub const COLLECTIONS: [Collection; 5] = [
+    Collection::of::<Source>(),
+    Collection::of::<Tool>(),
+    Collection::of::<Label>(),
+    Collection::of::<ToolGroup>(),
+    Collection::of::<AccessPolicy>(),
+];
+
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .nest("/admin/sources", crud::routes::<Source>())
-        .nest("/admin/tools", crud::routes::<Tool>())
-        .nest("/admin/labels", crud::routes::<Label>())
-        .nest("/admin/groups", crud::routes::<ToolGroup>())
-        .nest("/admin/policies", crud::routes::<AccessPolicy>())
+    let mut router = Router::new();
+    for collection in COLLECTIONS {
+        router = router.nest(&collection.path(), (collection.routes)());
+    }
+    router
         .route("/admin/tools/{id}/enable", post(tools::enable))
         .route("/admin/tools/{id}/disable", post(tools::disable))
         .route("/admin/groups/{id}/tools", get(catalog::group_members))

@@ -14,8 +14,9 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
 
 /// A list given as `"a,b"` or `["a", "b"]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
+#[schema(as = CommaList)]
 pub enum List {
     Text(String),
     Items(Vec<String>),
@@ -33,16 +34,23 @@ impl List {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// The body of `POST /admin/preview`: claims to evaluate and the options of `GET /agents/tools`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewRequest {
+    /// The claims of a token, as if verified.
+    #[schema(value_type = Object)]
     claims: Claims,
+    /// Also show tools that agents do not see (disabled, deprecated, disabled source).
     #[serde(default)]
     include_disabled: bool,
+    /// Keep members of these granted groups (ids or names); `*` keeps all.
     #[serde(default)]
     group: Option<List>,
+    /// Keep tools available in this state.
     #[serde(default)]
     state: Option<String>,
+    /// Keep tools whose name matches one of these globs.
     #[serde(default)]
     tools: Option<List>,
 }

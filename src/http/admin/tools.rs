@@ -16,9 +16,11 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, parse_json};
 use crate::service::{Mutation, WriteError};
 
-#[derive(Debug, Default, Deserialize)]
+/// The optional body of `POST /admin/tools/{id}/enable|disable`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct Toggle {
+pub struct Toggle {
+    /// Why the tool is disabled; kept as `disabled_reason` (ignored when enabling).
     #[serde(default)]
     reason: Option<String>,
 }

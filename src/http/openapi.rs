@@ -1,0 +1,528 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 description of the whole HTTP API, generated from the
+//! code rather than written by hand.
+//!
+//! Schemas are derived (`utoipa::ToSchema`) from the types that are really serialised: the model,
+//! the explanation, the audit record, the problem body; [`bodies`] covers the few bodies that
+//! have no type of their own. Paths are built here with utoipa's builders, the admin
+//! collections in a loop over [`admin::COLLECTIONS`], the table the router mounts them from,
+//! with each collection's list filters. The document is built and serialised once.
+
+mod admin_paths;
+mod bodies;
+
+use std::sync::LazyLock;
+
+use axum::body::Bytes;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::path::{
+    HttpMethod, Operation, OperationBuilder, Parameter, ParameterBuilder, ParameterIn,
+    PathItemBuilder,
+};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::tag::TagBuilder;
+use utoipa::openapi::{
+    Components, ComponentsBuilder, ContentBuilder, Header, InfoBuilder, LicenseBuilder, OpenApi,
+    OpenApiBuilder, OpenApiVersion, Paths, PathsBuilder, Ref, RefOr, Required, ResponseBuilder,
+    SecurityRequirement,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+use super::admin::{self, COLLECTIONS};
+use super::errors::Problem;
+use crate::domain::model::Catalog;
+use crate::store::AuditRecord;
+
+/// The name of the security scheme every non-operational route requires.
+pub const BEARER: &str = "bearer";
+
+const JSON: &str = "application/json";
+const PROBLEM_JSON: &str = "application/problem+json";
+const MERGE_PATCH_JSON: &str = "application/merge-patch+json";
+
+/// The document, serialised once on first use.
+static DOCUMENT: LazyLock<Bytes> = LazyLock::new(|| {
+    Bytes::from(
+        document()
+            .to_json()
+            .expect("an OpenAPI document built in code always serialises"),
+    )
+});
+
+/// `GET /openapi.json` (no token needed).
+pub async fn serve() -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))],
+        DOCUMENT.clone(),
+    )
+        .into_response()
+}
+
+/// The error responses, shared as components (`#/components/responses/<name>`): status, name,
+/// description. Each route lists the ones it can answer with, per API.md.
+const PROBLEMS: [(u16, &str, &str); 8] = [
+    (
+        400,
+        "Malformed",
+        "The body is not JSON, or a query parameter is unknown or malformed.",
+    ),
+    (
+        401,
+        "Unauthorized",
+        "A missing, malformed, expired or badly signed token.",
+    ),
+    (
+        403,
+        "Forbidden",
+        "A valid token that does not pass the admin rule.",
+    ),
+    (404, "NotFound", "No entity with this id."),
+    (
+        409,
+        "Conflict",
+        "An id or name clash, a reference that blocks a delete, or a concurrent write.",
+    ),
+    (
+        413,
+        "PayloadTooLarge",
+        "The body is larger than the limit (default 1 MiB).",
+    ),
+    (
+        422,
+        "Invalid",
+        "Well-formed but invalid content; `errors` names each field.",
+    ),
+    (
+        503,
+        "Unavailable",
+        "A backing store cannot be reached; nothing was changed.",
+    ),
+];
+
+/// The OpenAPI 3.1 description of every route of [`super::router`].
+pub fn document() -> OpenApi {
+    OpenApiBuilder::new()
+        .openapi(OpenApiVersion::Version31)
+        .info(
+            InfoBuilder::new()
+                .title("toolgate")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(env!("CARGO_PKG_DESCRIPTION")))
+                .license(Some(
+                    LicenseBuilder::new()
+                        .name(env!("CARGO_PKG_LICENSE"))
+                        .identifier(Some(env!("CARGO_PKG_LICENSE")))
+                        .build(),
+                )),
+        )
+        .paths(paths())
+        .components(Some(components()))
+        .security(Some([bearer()]))
+        .tags(Some(
+            ["agents"]
+                .into_iter()
+                .chain(COLLECTIONS.iter().map(|c| c.kind.as_str()))
+                .chain(["preview", "catalog", "audit", "ops"])
+                .map(|name| TagBuilder::new().name(name).build()),
+        ))
+        .build()
+}
+
+fn bearer() -> SecurityRequirement {
+    SecurityRequirement::new(BEARER, Vec::<String>::new())
+}
+
+fn components() -> Components {
+    let mut schemas = Vec::new();
+    collect::<Catalog>(&mut schemas);
+    collect::<AuditRecord>(&mut schemas);
+    collect::<Problem>(&mut schemas);
+    collect::<admin::tools::Toggle>(&mut schemas);
+    collect::<admin::preview::PreviewRequest>(&mut schemas);
+    collect::<bodies::Manifest>(&mut schemas);
+    collect::<bodies::GroupMembers>(&mut schemas);
+    collect::<bodies::CatalogReplaced>(&mut schemas);
+    collect::<bodies::AuditPage>(&mut schemas);
+    collect::<bodies::Health>(&mut schemas);
+    collect::<bodies::Readiness>(&mut schemas);
+    for collection in COLLECTIONS {
+        schemas.push((
+            admin_paths::page_name(&collection),
+            admin_paths::page_schema(&collection),
+        ));
+    }
+    let mut builder = ComponentsBuilder::new()
+        .schemas_from_iter(schemas)
+        .security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A JWT (HS*, RS*, PS256, ES*, EdDSA). Admin routes and the \
+                         `include_disabled`/`explain` options also need the admin rule \
+                         (default: `roles` or `realm_access.roles` contains `admin`).",
+                    ))
+                    .build(),
+            ),
+        );
+    for (status, name, description) in PROBLEMS {
+        let mut response = ResponseBuilder::new()
+            .description(description)
+            .content(PROBLEM_JSON, json_content(schema_ref::<Problem>()));
+        if status == 401 {
+            response = response.header(
+                "WWW-Authenticate",
+                header_object(
+                    "`Bearer` without a token; otherwise `Bearer error=\"invalid_token\", \
+                     error_description=\"…\"`.",
+                ),
+            );
+        }
+        builder = builder.response(name, response.build());
+    }
+    builder.build()
+}
+
+/// Adds `T`'s schema and every schema it refers to.
+fn collect<T: ToSchema>(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+    schemas.push((T::name().into_owned(), T::schema()));
+    T::schemas(schemas);
+}
+
+fn schema_ref<T: ToSchema>() -> RefOr<Schema> {
+    Ref::from_schema_name(T::name()).into()
+}
+
+fn named_ref(name: impl Into<String>) -> RefOr<Schema> {
+    Ref::from_schema_name(name).into()
+}
+
+fn paths() -> Paths {
+    let mut paths = PathsBuilder::new();
+    // Operation ids are unique within a document, so the alias has its own.
+    for (path, id) in [
+        ("/agents/tools", "list_agent_tools"),
+        ("/api/agents/tools", "list_agent_tools_via_api_alias"),
+    ] {
+        paths = paths.path(path, get(agent_manifest(id)));
+    }
+    for collection in COLLECTIONS {
+        let (list_and_create, one) = admin_paths::collection_paths(&collection);
+        paths = paths
+            .path(collection.path(), list_and_create)
+            .path(format!("{}/{{id}}", collection.path()), one);
+    }
+    paths = paths
+        .path("/admin/tools/{id}/enable", admin_paths::toggle(true))
+        .path("/admin/tools/{id}/disable", admin_paths::toggle(false))
+        .path("/admin/groups/{id}/tools", admin_paths::group_members())
+        .path("/admin/preview", admin_paths::preview())
+        .path("/admin/catalog", admin_paths::catalog())
+        .path("/admin/audit", admin_paths::audit())
+        .path("/healthz", get(healthz()))
+        .path("/readyz", get(readyz()))
+        .path("/openapi.json", get(openapi_json()));
+    paths.build()
+}
+
+fn get(operation: impl Into<Operation>) -> utoipa::openapi::PathItem {
+    PathItemBuilder::new()
+        .operation(HttpMethod::Get, operation)
+        .build()
+}
+
+/// An operation that needs a token (the document's default security).
+fn operation(id: &str, tag: &str, summary: &str, description: &str) -> OperationBuilder {
+    let builder = OperationBuilder::new()
+        .operation_id(Some(id))
+        .tag(tag)
+        .summary(Some(summary));
+    if description.is_empty() {
+        builder
+    } else {
+        builder.description(Some(description))
+    }
+}
+
+/// An admin operation: 401 without a valid token, 403 without the admin rule.
+fn admin_operation(id: &str, tag: &str, summary: &str, description: &str) -> OperationBuilder {
+    problems(operation(id, tag, summary, description), &[401, 403])
+}
+
+/// An operational route: no token.
+fn open_operation(id: &str, summary: &str) -> OperationBuilder {
+    OperationBuilder::new()
+        .operation_id(Some(id))
+        .tag("ops")
+        .summary(Some(summary))
+        .securities(Some(Vec::<SecurityRequirement>::new()))
+}
+
+/// Adds the shared problem responses with these statuses.
+fn problems(mut builder: OperationBuilder, statuses: &[u16]) -> OperationBuilder {
+    for status in statuses {
+        let (_, name, _) = PROBLEMS
+            .iter()
+            .find(|(known, _, _)| known == status)
+            .expect("every status used is in PROBLEMS");
+        builder = builder.response(status.to_string(), Ref::from_response_name(*name));
+    }
+    builder
+}
+
+fn json_content(schema: RefOr<Schema>) -> utoipa::openapi::Content {
+    ContentBuilder::new().schema(Some(schema)).build()
+}
+
+fn header_object(description: &str) -> Header {
+    utoipa::openapi::HeaderBuilder::new()
+        .schema(Some(String::schema()))
+        .description(Some(description))
+        .build()
+}
+
+fn revision_header() -> Header {
+    utoipa::openapi::HeaderBuilder::new()
+        .schema(Some(u64::schema()))
+        .description(Some(
+            "The catalog revision the response reflects (for writes: the one they produced).",
+        ))
+        .build()
+}
+
+fn text_schema() -> RefOr<Schema> {
+    String::schema()
+}
+
+fn flag_schema() -> RefOr<Schema> {
+    bool::schema()
+}
+
+fn query_parameter(name: &str, schema: RefOr<Schema>, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .schema(Some(schema))
+        .description(Some(description))
+        .build()
+}
+
+fn id_parameter(noun: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name("id")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .schema(Some(text_schema()))
+        .description(Some(format!("The {noun}'s id.")))
+        .build()
+}
+
+fn limit_parameter() -> Parameter {
+    query_parameter(
+        "limit",
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(1000))
+            .default(Some(100.into()))
+            .into(),
+        "The most items on one page.",
+    )
+}
+
+fn cursor_parameter() -> Parameter {
+    query_parameter(
+        "cursor",
+        text_schema(),
+        "The `next_cursor` of the previous page.",
+    )
+}
+
+/// The query options of `GET /agents/tools`: name, whether it is a flag, description.
+pub const AGENT_QUERY: [(&str, bool, &str); 5] = [
+    (
+        "group",
+        false,
+        "Keep members of these granted groups (ids or names, comma-separated; may repeat). \
+         `*` keeps all, an empty list keeps none.",
+    ),
+    ("state", false, "Keep tools available in this state."),
+    (
+        "tools",
+        false,
+        "Keep tools whose name matches one of these case-sensitive globs (comma-separated; \
+         may repeat).",
+    ),
+    (
+        "include_disabled",
+        true,
+        "Also list tools agents do not see (disabled, deprecated, disabled source), with \
+         `enabled` and `deprecated`. Admin only (else 403).",
+    ),
+    (
+        "explain",
+        true,
+        "Add `explanation`: why each tool is or is not there. Admin only (else 403).",
+    ),
+];
+
+fn agent_manifest(operation_id: &str) -> Operation {
+    let mut builder = operation(
+        operation_id,
+        "agents",
+        "The tools this agent may call",
+        "The manifest for the token's claims. `/api/agents/tools` is an alias.",
+    );
+    for (name, is_flag, description) in AGENT_QUERY {
+        let schema = if is_flag {
+            flag_schema()
+        } else {
+            text_schema()
+        };
+        builder = builder.parameter(query_parameter(name, schema, description));
+    }
+    builder = builder
+        .parameter(
+            ParameterBuilder::new()
+                .name("If-None-Match")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .schema(Some(text_schema()))
+                .description(Some(
+                    "An etag from an earlier response: 304 if it still holds.",
+                ))
+                .build(),
+        )
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The manifest.")
+                .content(JSON, json_content(schema_ref::<bodies::Manifest>()))
+                .header("ETag", header_object("The manifest's etag (as `etag`)."))
+                .header("Cache-Control", header_object("`private, no-cache`.")),
+        )
+        .response(
+            "304",
+            ResponseBuilder::new()
+                .description("`If-None-Match` names the current etag; no body.")
+                .header("ETag", header_object("The manifest's etag."))
+                .header("Cache-Control", header_object("`private, no-cache`.")),
+        );
+    problems(builder, &[400, 401, 403]).build()
+}
+
+fn healthz() -> OperationBuilder {
+    open_operation("healthz", "The process is alive").response(
+        "200",
+        ResponseBuilder::new()
+            .description("Alive.")
+            .content(JSON, json_content(schema_ref::<bodies::Health>())),
+    )
+}
+
+fn readyz() -> OperationBuilder {
+    let operation = open_operation("readyz", "The backing stores answer").response(
+        "200",
+        ResponseBuilder::new()
+            .description("Ready.")
+            .content(JSON, json_content(schema_ref::<bodies::Readiness>())),
+    );
+    problems(operation, &[503])
+}
+
+fn openapi_json() -> OperationBuilder {
+    open_operation("openapi", "This document").response(
+        "200",
+        ResponseBuilder::new()
+            .description("The OpenAPI 3.1 description of the API.")
+            .content(
+                JSON,
+                json_content(ObjectBuilder::new().schema_type(Type::Object).into()),
+            ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::agents::AgentQuery;
+
+    #[test]
+    fn every_documented_agent_option_is_accepted() {
+        for (name, is_flag, _) in AGENT_QUERY {
+            let value = if is_flag { "true" } else { "x" };
+            assert!(
+                AgentQuery::parse(&[(name.to_owned(), value.to_owned())]).is_ok(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_schema_reference_resolves() {
+        let document = serde_json::to_value(document()).expect("serialises");
+        let schemas = document["components"]["schemas"]
+            .as_object()
+            .expect("schemas");
+        let responses = document["components"]["responses"]
+            .as_object()
+            .expect("responses");
+        let mut stack = vec![&document];
+        while let Some(value) = stack.pop() {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(target) = map.get("$ref").and_then(|r| r.as_str()) {
+                        let resolved = if let Some(name) =
+                            target.strip_prefix("#/components/schemas/")
+                        {
+                            schemas.contains_key(name)
+                        } else if let Some(name) = target.strip_prefix("#/components/responses/") {
+                            responses.contains_key(name)
+                        } else {
+                            false
+                        };
+                        assert!(resolved, "dangling reference {target}");
+                    }
+                    stack.extend(map.values());
+                }
+                serde_json::Value::Array(items) => stack.extend(items),
+                _ => {}
+            }
+        }
+    }
+
+    /// utoipa cannot read back a typeless schema (`{}`, "any value", as for `ClaimMatcher::value`;
+    /// juhaku/utoipa#1192), so the whole document does not round-trip through its types; the
+    /// parts without such schemas do.
+    #[test]
+    fn paths_and_security_parse_as_openapi() {
+        let document = serde_json::to_value(document()).expect("serialises");
+        assert_eq!(document["openapi"], "3.1.0");
+        let paths: Paths = serde_json::from_value(document["paths"].clone()).expect("paths");
+        assert_eq!(
+            serde_json::to_value(&paths).expect("serialises"),
+            document["paths"]
+        );
+        let _: utoipa::openapi::Info =
+            serde_json::from_value(document["info"].clone()).expect("info");
+        let _: std::collections::BTreeMap<String, SecurityScheme> =
+            serde_json::from_value(document["components"]["securitySchemes"].clone())
+                .expect("security schemes");
+    }
+
+    #[test]
+    fn operation_ids_are_unique() {
+        let document = serde_json::to_value(document()).expect("serialises");
+        let mut seen = std::collections::BTreeSet::new();
+        for item in document["paths"].as_object().expect("paths").values() {
+            for operation in item.as_object().expect("path item").values() {
+                let id = operation["operationId"].as_str().expect("operationId");
+                assert!(seen.insert(id.to_owned()), "duplicate operationId {id}");
+            }
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The admin part of the document: the five collections (from [`admin::COLLECTIONS`], the table the
+//! router mounts them from), tool toggles, group members, preview, the catalog and the audit log.
+
+use std::borrow::Cow;
+
+use utoipa::openapi::path::{HttpMethod, PathItem, PathItemBuilder};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::{ContentBuilder, RefOr, Required, ResponseBuilder};
+use utoipa::{PartialSchema, ToSchema};
+
+use super::{
+    JSON, MERGE_PATCH_JSON, admin_operation, bodies, cursor_parameter, flag_schema, get,
+    header_object, id_parameter, json_content, limit_parameter, named_ref, problems,
+    query_parameter, revision_header, schema_ref, text_schema,
+};
+use crate::domain::model::Catalog;
+use crate::http::admin::{self, Collection, ListFilter, REVISION_HEADER};
+
+pub(super) fn page_name(collection: &Collection) -> String {
+    format!("{}Page", (collection.schema_name)())
+}
+
+/// `{"data": [entity], "count", "next_cursor", "revision"}`.
+pub(super) fn page_schema(collection: &Collection) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .description(Some(format!(
+            "One page of {}, by ascending id.",
+            collection.kind.as_str()
+        )))
+        .property(
+            "data",
+            ArrayBuilder::new().items(named_ref((collection.schema_name)())),
+        )
+        .required("data")
+        .property("count", usize::schema())
+        .required("count")
+        .property(
+            "next_cursor",
+            ObjectBuilder::new()
+                .schema_type(SchemaType::Array(vec![Type::String, Type::Null]))
+                .description(Some(
+                    "Pass as `cursor` to get the next page; `null` on the last page.",
+                )),
+        )
+        .required("next_cursor")
+        .property("revision", u64::schema())
+        .required("revision")
+        .into()
+}
+
+/// `/admin/<kind>` (list, create) and `/admin/<kind>/{id}` (get, put, patch, delete).
+pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) {
+    let kind = collection.kind.as_str();
+    let noun = collection.noun;
+    let entity = || named_ref((collection.schema_name)());
+    let entity_body = |description: &str| {
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .description(Some(description))
+            .content(JSON, json_content(entity()))
+            .build()
+    };
+    let entity_response = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(JSON, json_content(entity()))
+            .header(REVISION_HEADER.as_str(), revision_header())
+    };
+
+    let mut list = admin_operation(
+        &format!("list_{kind}"),
+        kind,
+        &format!("List {kind}"),
+        "Filters narrow; pages follow `next_cursor`.",
+    )
+    .parameter(limit_parameter())
+    .parameter(cursor_parameter());
+    for ListFilter {
+        name,
+        is_flag,
+        description,
+    } in collection.filters
+    {
+        let schema = if *is_flag {
+            flag_schema()
+        } else {
+            text_schema()
+        };
+        list = list.parameter(query_parameter(name, schema, description));
+    }
+    let list = problems(list, &[400]).response(
+        "200",
+        ResponseBuilder::new()
+            .description(format!("A page of {kind}."))
+            .content(JSON, json_content(named_ref(page_name(collection)))),
+    );
+
+    let create = admin_operation(
+        &format!("create_{noun}"),
+        kind,
+        &format!("Create a {noun}"),
+        "Validated against the whole catalog. An `id` may be supplied, else one is generated; \
+         server-set fields (`created_at`, …) are ignored.",
+    )
+    .request_body(Some(entity_body(&format!("The new {noun}."))))
+    .response(
+        "201",
+        entity_response(&format!("The stored {noun}.")).header(
+            "Location",
+            header_object(&format!("`/admin/{kind}/{{id}}`.")),
+        ),
+    );
+    let create = problems(create, &[400, 409, 413, 422, 503]);
+
+    let read = admin_operation(&format!("get_{noun}"), kind, &format!("Get a {noun}"), "")
+        .parameter(id_parameter(noun))
+        .response("200", entity_response(&format!("The {noun}.")));
+    let read = problems(read, &[404]);
+
+    let replace = admin_operation(
+        &format!("replace_{noun}"),
+        kind,
+        &format!("Replace a {noun}"),
+        "The id and the creation stamps are kept.",
+    )
+    .parameter(id_parameter(noun))
+    .request_body(Some(entity_body(&format!("The whole new {noun}."))))
+    .response("200", entity_response(&format!("The stored {noun}.")));
+    let replace = problems(replace, &[400, 404, 409, 413, 422, 503]);
+
+    let patch_body = ContentBuilder::new()
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .description(Some(format!(
+                    "Some fields of a {noun} (`#/components/schemas/{}`).",
+                    (collection.schema_name)()
+                ))),
+        ))
+        .build();
+    let patch = admin_operation(
+        &format!("patch_{noun}"),
+        kind,
+        &format!("Change some fields of a {noun}"),
+        "An RFC 7396 JSON merge patch: objects merge, `null` removes, anything else replaces. \
+         The result is validated like a replacement.",
+    )
+    .parameter(id_parameter(noun))
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(JSON, patch_body.clone())
+            .content(MERGE_PATCH_JSON, patch_body)
+            .build(),
+    ))
+    .response("200", entity_response(&format!("The stored {noun}.")));
+    let patch = problems(patch, &[400, 404, 409, 413, 422, 503]);
+
+    let delete = admin_operation(
+        &format!("delete_{noun}"),
+        kind,
+        &format!("Delete a {noun}"),
+        "Ids pointing at removed tools are removed in the same revision; a label that a \
+         selector requires or a group that a policy names cannot be removed (409).",
+    )
+    .parameter(id_parameter(noun))
+    .response(
+        "204",
+        ResponseBuilder::new()
+            .description("Deleted.")
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    let delete = problems(delete, &[404, 409, 503]);
+
+    (
+        PathItemBuilder::new()
+            .operation(HttpMethod::Get, list)
+            .operation(HttpMethod::Post, create)
+            .build(),
+        PathItemBuilder::new()
+            .operation(HttpMethod::Get, read)
+            .operation(HttpMethod::Put, replace)
+            .operation(HttpMethod::Patch, patch)
+            .operation(HttpMethod::Delete, delete)
+            .build(),
+    )
+}
+
+pub(super) fn toggle(enable: bool) -> PathItem {
+    let (verb, summary) = if enable {
+        ("enable", "Enable a tool")
+    } else {
+        ("disable", "Disable a tool")
+    };
+    let operation = admin_operation(
+        &format!("{verb}_tool"),
+        "tools",
+        summary,
+        "Idempotent: no change, no new revision. The body is optional.",
+    )
+    .parameter(id_parameter("tool"))
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::False))
+            .content(JSON, json_content(schema_ref::<admin::tools::Toggle>()))
+            .build(),
+    ))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The tool as it now is.")
+            .content(JSON, json_content(named_ref(tool_schema_name())))
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    PathItemBuilder::new()
+        .operation(HttpMethod::Post, problems(operation, &[400, 404, 422, 503]))
+        .build()
+}
+
+fn tool_schema_name() -> Cow<'static, str> {
+    <crate::domain::model::Tool as ToSchema>::name()
+}
+
+/// `GET /admin/groups/{id}/tools`.
+pub(super) fn group_members() -> PathItem {
+    get(problems(
+        admin_operation(
+            "list_group_members",
+            "groups",
+            "A group's resolved members",
+            "Each member with what brought it in: `selectors[i]` for each selector it \
+             matched and `explicit` when listed in `explicit_tool_ids`.",
+        )
+        .parameter(id_parameter("group"))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The members.")
+                .content(JSON, json_content(schema_ref::<bodies::GroupMembers>()))
+                .header(REVISION_HEADER.as_str(), revision_header()),
+        ),
+        &[404],
+    ))
+}
+
+pub(super) fn preview() -> PathItem {
+    let operation = admin_operation(
+        "preview_manifest",
+        "preview",
+        "The manifest any claims would get, explained",
+        "The body of `GET /agents/tools` for these claims, always with `explanation`.",
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                JSON,
+                json_content(schema_ref::<admin::preview::PreviewRequest>()),
+            )
+            .build(),
+    ))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The manifest with its explanation.")
+            .content(JSON, json_content(schema_ref::<bodies::Manifest>()))
+            .header("Cache-Control", header_object("`no-store`.")),
+    );
+    PathItemBuilder::new()
+        .operation(HttpMethod::Post, problems(operation, &[400, 413, 422]))
+        .build()
+}
+
+pub(super) fn catalog() -> PathItem {
+    let read = admin_operation(
+        "get_catalog",
+        "catalog",
+        "The whole catalog as one document",
+        "",
+    )
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The catalog, every collection by ascending id.")
+            .content(JSON, json_content(schema_ref::<Catalog>()))
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    let replace = admin_operation(
+        "replace_catalog",
+        "catalog",
+        "Replace the whole catalog atomically",
+        "Validated as a whole; nothing changes if anything is invalid. Server-set fields are \
+         optional.",
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(JSON, json_content(schema_ref::<Catalog>()))
+            .build(),
+    ))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The new revision and what the catalog now holds.")
+            .content(JSON, json_content(schema_ref::<bodies::CatalogReplaced>()))
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    PathItemBuilder::new()
+        .operation(HttpMethod::Get, read)
+        .operation(
+            HttpMethod::Put,
+            problems(replace, &[400, 409, 413, 422, 503]),
+        )
+        .build()
+}
+
+/// The filters of `GET /admin/audit`: name, schema, description.
+fn audit_filters() -> [(&'static str, RefOr<Schema>, &'static str); 5] {
+    let time = || {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                utoipa::openapi::KnownFormat::DateTime,
+            )))
+            .into()
+    };
+    [
+        (
+            "entity",
+            schema_ref::<crate::store::EntityKind>(),
+            "Only changes to this kind of entity.",
+        ),
+        (
+            "id",
+            text_schema(),
+            "Only changes to the entity with this id.",
+        ),
+        (
+            "actor",
+            text_schema(),
+            "Only changes by this admin (`sub`).",
+        ),
+        (
+            "since",
+            time(),
+            "Only changes at or after this time (RFC 3339).",
+        ),
+        ("until", time(), "Only changes before this time (RFC 3339)."),
+    ]
+}
+
+pub(super) fn audit() -> PathItem {
+    let mut operation = admin_operation(
+        "list_audit_records",
+        "audit",
+        "The change log",
+        "Every change with its actor and the entity before and after, oldest first.",
+    )
+    .parameter(limit_parameter())
+    .parameter(cursor_parameter());
+    for (name, schema, description) in audit_filters() {
+        operation = operation.parameter(query_parameter(name, schema, description));
+    }
+    let operation = operation.response(
+        "200",
+        ResponseBuilder::new()
+            .description("A page of the change log.")
+            .content(JSON, json_content(schema_ref::<bodies::AuditPage>())),
+    );
+    get(problems(operation, &[400, 503]))
+}
