@@ -668,3 +668,42 @@ async fn everything_written_survives_a_restart() {
         ["billing:list_invoices"]
     );
 }
+
+#[tokio::test]
+async fn a_request_that_outlives_the_timeout_gets_a_problem() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = support::gateway::config(dir.path(), support::gateway::hs_settings());
+    config.request_timeout = std::time::Duration::from_millis(100);
+    let gateway = Gateway::start_with(config).await;
+    let address = gateway.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "PUT /admin/catalog HTTP/1.1\r\nhost: test\r\nauthorization: Bearer {}\r\n\
+         content-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n",
+        Gateway::admin()
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("send the head");
+    // The body never comes in time.
+    let mut response = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("answered before the client gives up")
+    .expect("read");
+    assert!(response.starts_with("HTTP/1.1 503"), "{response}");
+    assert!(
+        response
+            .to_ascii_lowercase()
+            .contains("content-type: application/problem+json"),
+        "{response}"
+    );
+    assert!(response.contains("took longer than 0.1 s"), "{response}");
+}

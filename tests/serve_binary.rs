@@ -9,23 +9,44 @@ use serde_json::{Value, json};
 use support::gateway::Gateway;
 use support::process::Process;
 
-async fn send(base: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let mut request = client.request(method, format!("{base}{path}")).bearer_auth(Gateway::admin());
+async fn send(
+    base: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let mut request = client
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(Gateway::admin());
     if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body.to_string());
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
     }
     let response = request.send().await.expect("request");
     let status = response.status();
     let bytes = response.bytes().await.expect("body");
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test]
 async fn a_killed_gateway_restarts_with_everything_it_committed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let first = Process::serve(dir.path(), &["--seed", "config/demo-catalog.yaml"]);
-    let (status, _) = send(&first.base, reqwest::Method::POST, "/admin/tools/billing:list_invoices/disable", None).await;
+    let (status, _) = send(
+        &first.base,
+        reqwest::Method::POST,
+        "/admin/tools/billing:list_invoices/disable",
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     let (_, catalog) = send(&first.base, reqwest::Method::GET, "/admin/catalog", None).await;
     let (_, audit) = send(&first.base, reqwest::Method::GET, "/admin/audit", None).await;
@@ -48,14 +69,21 @@ async fn sigterm_shuts_down_gracefully() {
     let (status, _) = send(&process.base, reqwest::Method::GET, "/admin/catalog", None).await;
     assert_eq!(status, StatusCode::OK);
     process.signal("TERM");
-    assert_eq!(process.wait(Duration::from_secs(10)), Some(true), "exits 0 after SIGTERM");
+    assert_eq!(
+        process.wait(Duration::from_secs(10)),
+        Some(true),
+        "exits 0 after SIGTERM"
+    );
 }
 
 #[tokio::test]
 async fn the_demo_seed_serves_the_dev_agent() {
     let dir = tempfile::tempdir().expect("temp dir");
     let process = Process::serve(dir.path(), &["--seed", "config/demo-catalog.yaml"]);
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
     let token = Gateway::token(json!({"sub": "dev-agent", "roles": ["agent"]}));
     let body: Value = client
         .get(format!("{}/agents/tools", process.base))
@@ -65,8 +93,20 @@ async fn the_demo_seed_serves_the_dev_agent() {
         .expect("request")
         .json_or_panic()
         .await;
-    let ids: Vec<&str> = body["data"].as_array().expect("data").iter().map(|e| e["tool_id"].as_str().expect("id")).collect();
-    assert_eq!(ids, ["billing:list_invoices", "crm:get_customer", "crm:search_customers"]);
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|e| e["tool_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "billing:list_invoices",
+            "crm:get_customer",
+            "crm:search_customers"
+        ]
+    );
 }
 
 trait JsonOrPanic {

@@ -68,6 +68,9 @@ run() { # $1 = label, $2 = path, $3 = auth header or empty
   local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency)
   [ -n "$3" ] && args+=(-H "$3")
   wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
+  if grep -q "Non-2xx" "$WORK/$1.txt"; then
+    echo "$1: some responses were not 2xx/3xx:" >&2; cat "$WORK/$1.txt" >&2; exit 1
+  fi
   local rps p50 p99
   rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/$1.txt")
   p50=$(awk '$1=="50%" {print $2}' "$WORK/$1.txt")
@@ -84,10 +87,11 @@ for round in 1 2; do
   now=$(rss); [ "$now" -gt "$RSS_LOAD" ] && RSS_LOAD=$now
   RESULTS+=("$(run "precomputed_$round" /bench/precomputed "")")
 done
-printf '%s\n' "${RESULTS[@]}" | python3 - "$RSS_IDLE" "$RSS_LOAD" <<'PY'
+printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
+python3 - "$RSS_IDLE" "$RSS_LOAD" "$WORK/results.txt" <<'PY'
 import sys
 idle, load = int(sys.argv[1]), int(sys.argv[2])
-rows = [line.split() for line in sys.stdin if line.strip()]
+rows = [line.split() for line in open(sys.argv[3]) if line.strip()]
 def ms(text):
     units = {"us": 1e-3, "ms": 1.0, "s": 1e3}
     for unit in ("us", "ms", "s"):

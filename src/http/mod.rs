@@ -16,12 +16,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderName, Request, StatusCode};
+use axum::error_handling::HandleErrorLayer;
+use axum::http::{HeaderName, Request};
+use axum::response::IntoResponse;
 use axum::routing::get;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::auth::{AdminRule, Verifier};
@@ -50,10 +52,16 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .merge(admin::routes());
     #[cfg(feature = "bench-routes")]
     let api = api.merge(bench::routes());
-    let api = api.layer(TimeoutLayer::with_status_code(
-        StatusCode::SERVICE_UNAVAILABLE,
-        request_timeout,
-    ));
+    let api =
+        api.layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(
+                    move |error: tower::BoxError| async move {
+                        timeout_problem(&error, request_timeout)
+                    },
+                ))
+                .timeout(request_timeout),
+        );
     Router::new()
         .merge(api)
         .merge(ops::routes())
@@ -73,4 +81,17 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// A request that outlives the timeout is answered with problem JSON like every other error.
+fn timeout_problem(error: &tower::BoxError, limit: Duration) -> axum::response::Response {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        errors::ApiError::Unavailable(format!(
+            "the request took longer than {} s and was abandoned",
+            limit.as_secs_f64()
+        ))
+        .into_response()
+    } else {
+        errors::ApiError::Internal(format!("middleware failed: {error}")).into_response()
+    }
 }

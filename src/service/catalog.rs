@@ -109,11 +109,24 @@ impl WriteError {
 /// Holds the current snapshot and performs every catalog write.
 pub struct CatalogService {
     store: Arc<dyn CatalogStore>,
-    current: ArcSwap<Snapshot>,
+    published: Arc<Published>,
     /// Serialises this instance's writers; other instances are handled by the store's
     /// compare-and-set.
     write_lock: Mutex<()>,
+}
+
+/// The snapshot readers see, and the channel that announces each new one.
+struct Published {
+    current: ArcSwap<Snapshot>,
     revisions: watch::Sender<u64>,
+}
+
+impl Published {
+    fn publish(&self, snapshot: Snapshot) {
+        let revision = snapshot.revision();
+        self.current.store(Arc::new(snapshot));
+        self.revisions.send_replace(revision);
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,20 +146,22 @@ impl CatalogService {
         let (revisions, _) = watch::channel(snapshot.revision());
         Ok(CatalogService {
             store,
-            current: ArcSwap::from_pointee(snapshot),
+            published: Arc::new(Published {
+                current: ArcSwap::from_pointee(snapshot),
+                revisions,
+            }),
             write_lock: Mutex::new(()),
-            revisions,
         })
     }
 
     /// The snapshot agents are served from. Cheap: one atomic load.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.current.load_full()
+        self.published.current.load_full()
     }
 
     /// Notified with the new revision after every published snapshot.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.revisions.subscribe()
+        self.published.revisions.subscribe()
     }
 
     pub fn store(&self) -> &Arc<dyn CatalogStore> {
@@ -165,9 +180,7 @@ impl CatalogService {
     }
 
     fn publish(&self, snapshot: Snapshot) {
-        let revision = snapshot.revision();
-        self.current.store(Arc::new(snapshot));
-        self.revisions.send_replace(revision);
+        self.published.publish(snapshot);
     }
 
     /// Applies `mutate` to a copy of the catalog and commits the result atomically.
@@ -232,10 +245,26 @@ impl CatalogService {
                 changes,
                 audit,
             };
-            match self.store.commit(commit).await {
+            // Commit and publish run as one task that the caller cannot cancel halfway: a
+            // request dropped mid-write (timeout, disconnect) must not leave the store ahead of
+            // the snapshot readers see.
+            let (store, published) = (Arc::clone(&self.store), Arc::clone(&self.published));
+            let committed = tokio::spawn(async move {
+                let result = store.commit(commit).await;
+                if result.is_ok() {
+                    published.publish(snapshot);
+                }
+                result
+            })
+            .await
+            .map_err(|error| {
+                WriteError::Store(StoreError::Unavailable(format!(
+                    "the commit task failed: {error}"
+                )))
+            })?;
+            match committed {
                 Ok(committed) => {
                     debug_assert_eq!(committed, revision);
-                    self.publish(snapshot);
                     return Ok((value, revision));
                 }
                 Err(StoreError::RevisionConflict { .. }) => {

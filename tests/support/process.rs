@@ -30,7 +30,9 @@ impl Process {
             .expect("the binary starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("read the listening line");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the listening line");
         let base = line
             .trim()
             .strip_prefix("toolgate listening on ")
