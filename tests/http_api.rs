@@ -707,3 +707,154 @@ async fn a_request_that_outlives_the_timeout_gets_a_problem() {
     );
     assert!(response.contains("took longer than 0.1 s"), "{response}");
 }
+
+#[tokio::test]
+async fn every_class_of_invalid_catalog_is_rejected_with_its_field() {
+    let gateway = gateway_with_demo().await;
+    let revision_before = gateway
+        .admin_send(Method::GET, "/admin/catalog", None)
+        .await
+        .header("x-catalog-revision")
+        .map(str::to_owned);
+    type Break = fn(&mut Value);
+    let cases: Vec<(&str, Break, u16, &str)> = vec![
+        (
+            "unknown operator",
+            |c| c["policies"][0]["claim_matchers"][0]["operator"] = json!("eq"),
+            422,
+            "policies[0].claim_matchers[0].operator",
+        ),
+        (
+            "invalid claim regex",
+            |c| {
+                c["policies"][0]["claim_matchers"][0] =
+                    json!({"json_path": "sub", "operator": "matches", "value": "("});
+            },
+            422,
+            "policies[0].claim_matchers[0].value",
+        ),
+        (
+            "invalid selector regex",
+            |c| c["groups"][0]["selectors"][0]["name_pattern"] = json!("regex:(("),
+            422,
+            "groups[0].selectors[0].name_pattern",
+        ),
+        (
+            "invalid glob",
+            |c| c["groups"][0]["selectors"][0]["path_pattern"] = json!("/a/[b"),
+            422,
+            "groups[0].selectors[0].path_pattern",
+        ),
+        (
+            "policy without matchers",
+            |c| c["policies"][0]["claim_matchers"] = json!([]),
+            422,
+            "policies[0].claim_matchers",
+        ),
+        (
+            "policy without groups",
+            |c| c["policies"][0]["allowed_group_ids"] = json!([]),
+            422,
+            "policies[0].allowed_group_ids",
+        ),
+        (
+            "unknown group",
+            |c| c["policies"][0]["denied_group_ids"] = json!(["nope"]),
+            422,
+            "policies[0].denied_group_ids[0]",
+        ),
+        (
+            "unknown tool",
+            |c| c["groups"][0]["explicit_tool_ids"] = json!(["nope:nope"]),
+            422,
+            "groups[0].explicit_tool_ids[0]",
+        ),
+        (
+            "unknown label",
+            |c| c["tools"][0]["label_ids"] = json!(["nope"]),
+            422,
+            "tools[0].label_ids[0]",
+        ),
+        (
+            "unknown source",
+            |c| c["tools"][1]["source_id"] = json!("nope"),
+            422,
+            "tools[1].source_id",
+        ),
+        (
+            "unknown source type",
+            |c| c["sources"][0]["type"] = json!("grpc"),
+            422,
+            "sources[0].type",
+        ),
+        (
+            "duplicate id",
+            |c| {
+                let twin = c["policies"][0].clone();
+                c["policies"].as_array_mut().expect("array").push(twin);
+            },
+            409,
+            "policies[2].id",
+        ),
+        (
+            "duplicate group name",
+            |c| c["groups"][1]["name"] = json!("reads"),
+            409,
+            "groups[1].name",
+        ),
+        (
+            "over-long name",
+            |c| c["groups"][0]["name"] = json!("n".repeat(256)),
+            422,
+            "groups[0].name",
+        ),
+        (
+            "over-long description",
+            |c| c["tools"][0]["description"] = json!("d".repeat(4097)),
+            422,
+            "tools[0].description",
+        ),
+        (
+            "control character in a name",
+            |c| c["sources"][0]["name"] = json!("billing\u{7}"),
+            422,
+            "sources[0].name",
+        ),
+        (
+            "wrong JSON type",
+            |c| c["policies"][0]["priority"] = json!("high"),
+            422,
+            "policies[0].priority",
+        ),
+        (
+            "unknown field",
+            |c| c["groups"][0]["selector"] = json!([]),
+            422,
+            "groups[0].selector",
+        ),
+    ];
+    for (name, break_it, status, field) in cases {
+        let mut catalog = demo_catalog();
+        break_it(&mut catalog);
+        let problem = gateway
+            .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+            .await
+            .problem(status);
+        let fields: Vec<&str> = problem["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .map(|e| e["field"].as_str().expect("field"))
+            .collect();
+        assert_eq!(fields, [field], "{name}: {problem}");
+    }
+    let revision_after = gateway
+        .admin_send(Method::GET, "/admin/catalog", None)
+        .await
+        .header("x-catalog-revision")
+        .map(str::to_owned);
+    assert_eq!(
+        revision_after, revision_before,
+        "no rejected write moved the revision"
+    );
+}

@@ -49,12 +49,22 @@ impl FromRequestParts<AppState> for Agent {
         let token = bearer_token(header)?;
         let verified = state.verifier.verify(token).await?;
         let is_admin = state.admin_rule.is_admin(&verified.claims);
+        if let Some(sub) = verified.claims.get("sub").and_then(|sub| sub.as_str()) {
+            tracing::Span::current().record("subject", subject_hash(sub).as_str());
+        }
         Ok(Agent {
             claims: verified.claims,
             expires_at: verified.expires_at,
             is_admin,
         })
     }
+}
+
+/// What logs say about who called: a short hash of `sub`, enough to correlate one agent's
+/// requests, never the identifier itself (it may be an email or a person's name).
+pub fn subject_hash(sub: &str) -> String {
+    let hash = blake3::hash(sub.as_bytes());
+    hash.to_hex()[..16].to_owned()
 }
 
 /// An authenticated caller that passes the admin rule; others get 403.

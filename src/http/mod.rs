@@ -76,7 +76,13 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                     .get(&REQUEST_ID)
                     .and_then(|value| value.to_str().ok())
                     .unwrap_or("");
-                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id)
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    path = %request.uri().path(),
+                    request_id,
+                    subject = tracing::field::Empty,
+                )
             }),
         )
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
