@@ -5,6 +5,8 @@
 //! - `manifest/{large_20_policies,typical}`: `Snapshot::manifest` for one set of claims with
 //!   default options (decision + visibility + entries + etag), no serialisation;
 //! - `manifest_json/large_20_policies`: the same plus `Manifest::to_json`;
+//! - `manifest_first_after_compile/large_20_policies`: the first manifest of a fresh snapshot,
+//!   which also serialises its tools' entries (done lazily, on first use);
 //! - `fingerprint/typical_claims`: `Fingerprint::of` on a realistic token payload;
 //! - `explain/typical`: admin preview (`Snapshot::explain` with `include_disabled`).
 //!
@@ -129,6 +131,20 @@ fn benches(c: &mut Criterion) {
         })
     });
     manifest.finish();
+
+    // Entries are serialised on first use, so the first manifest after a catalog change also
+    // pays for its tools' entries; this group measures that cold case on a fresh snapshot.
+    let mut cold = c.benchmark_group("manifest_first_after_compile");
+    cold.sample_size(10);
+    cold.measurement_time(Duration::from_secs(3));
+    cold.bench_function("large_20_policies", |b| {
+        b.iter_batched(
+            || Snapshot::compile(large.generated.catalog.clone(), 1).expect("compiles"),
+            |snapshot| black_box(snapshot.manifest(black_box(&large.claims), &defaults).len()),
+            BatchSize::LargeInput,
+        )
+    });
+    cold.finish();
 
     let mut json = c.benchmark_group("manifest_json");
     json.measurement_time(Duration::from_secs(3));

@@ -152,7 +152,7 @@ impl Snapshot {
                 if group.selected.contains(t) {
                     via.extend((0..selector_count).map(|i| format!("selectors[{i}]")));
                 }
-                if group.explicit.contains(t) {
+                if group.explicit.binary_search(&(t as u32)).is_ok() {
                     via.push("explicit".to_owned());
                 }
                 GroupMember {
@@ -240,9 +240,14 @@ impl Snapshot {
             }
             allowed.sort();
             denied.sort();
-            let mut would_add = group.selected.clone();
-            would_add.union_with(&group.explicit);
-            would_add.intersect_with(&group.excluded);
+            let would_add: Vec<usize> = group
+                .excluded
+                .iter()
+                .map(|&t| t as usize)
+                .filter(|&t| {
+                    group.selected.contains(t) || group.explicit.binary_search(&(t as u32)).is_ok()
+                })
+                .collect();
             out.push(GroupExplanation {
                 group_id: group.id.clone(),
                 name: group.name.clone(),
@@ -250,7 +255,10 @@ impl Snapshot {
                 allowed_by: allowed,
                 denied_by: denied,
                 members: self.members_of(group),
-                excluded: would_add.ones().map(|t| self.tools[t].id.clone()).collect(),
+                excluded: would_add
+                    .iter()
+                    .map(|&t| self.tools[t].id.clone())
+                    .collect(),
             });
         }
         out

@@ -2,7 +2,8 @@
 //! and its JSON body.
 //!
 //! Serving a manifest must cost little more than copying bytes, so each tool's entry is
-//! serialised once per snapshot ([`ToolEntry`]); a manifest only appends the per-request part
+//! serialised at most once per snapshot ([`ToolEntry`], on first use); a manifest only appends
+//! the per-request part
 //! (`groups`, and `enabled`/`deprecated` in admin preview). The etag hashes each entry's
 //! precomputed content hash and its groups, never the body, and never the revision: an
 //! unrelated catalog change leaves it unchanged.
@@ -234,7 +235,12 @@ impl<'s> Manifest<'s> {
     /// Writes one entry object.
     pub(super) fn write_entry(&self, entry: &Entry, out: &mut Vec<u8>) {
         let tool = &self.snapshot.tools[entry.tool as usize];
-        out.extend_from_slice(tool.entry.json_prefix.as_bytes());
+        out.extend_from_slice(
+            self.snapshot
+                .tool_entry(entry.tool as usize)
+                .json_prefix
+                .as_bytes(),
+        );
         out.extend_from_slice(b",\"groups\":[");
         for (i, &group) in entry.groups.iter().enumerate() {
             if i > 0 {
@@ -263,8 +269,8 @@ impl<'s> Manifest<'s> {
             .entries
             .iter()
             .map(|entry| {
-                self.snapshot.tools[entry.tool as usize]
-                    .entry
+                self.snapshot
+                    .tool_entry(entry.tool as usize)
                     .json_prefix
                     .len()
                     + 48
@@ -283,7 +289,7 @@ fn etag(snapshot: &Snapshot, entries: &[Entry], warnings: &[String], preview: bo
     let mut hasher = blake3::Hasher::new();
     hasher.update(&[u8::from(preview)]);
     for entry in entries {
-        hasher.update(&snapshot.tools[entry.tool as usize].entry.content_hash);
+        hasher.update(&snapshot.tool_entry(entry.tool as usize).content_hash);
         hasher.update(&(entry.groups.len() as u32).to_le_bytes());
         for &group in &entry.groups {
             let id = &snapshot.groups[group as usize].id;

@@ -12,6 +12,7 @@
 //!   path and evaluates a matcher at most once however many policies share it.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use fixedbitset::FixedBitSet;
 
@@ -46,8 +47,10 @@ pub(super) struct CompiledTool {
     pub deprecated: bool,
     /// Position of the tool in `catalog.tools`.
     pub catalog_position: usize,
-    /// The manifest entry's JSON without `groups` and the closing brace, and its hash.
-    pub entry: ToolEntry,
+    /// The manifest entry's JSON without `groups` and the closing brace, and its hash; built on
+    /// first use ([`Snapshot::tool_entry`]), so a catalog change costs serialisation only for
+    /// the tools that are actually served afterwards.
+    pub entry: OnceLock<ToolEntry>,
 }
 
 #[derive(Debug)]
@@ -59,10 +62,10 @@ pub(super) struct CompiledGroup {
     pub catalog_position: usize,
     /// Tools matching all selectors (empty when the group has none).
     pub selected: FixedBitSet,
-    /// Explicitly added tools that exist.
-    pub explicit: FixedBitSet,
-    /// Excluded tools that exist.
-    pub excluded: FixedBitSet,
+    /// Explicitly added tools that exist, ascending (usually few: a list, not a bitset).
+    pub explicit: Vec<u32>,
+    /// Excluded tools that exist, ascending.
+    pub excluded: Vec<u32>,
     /// `(selected ∪ explicit) − excluded`, or nothing when inactive.
     pub members: FixedBitSet,
 }
@@ -128,7 +131,7 @@ impl Snapshot {
                 enabled: tool.enabled,
                 deprecated: tool.deprecated,
                 catalog_position: position,
-                entry: ToolEntry::new(tool),
+                entry: OnceLock::new(),
             });
         }
 
@@ -151,13 +154,17 @@ impl Snapshot {
                     selected.intersect_with(&matched);
                 }
             }
-            let explicit = bitset_of(&group.explicit_tool_ids, &tool_index, tool_count);
-            let excluded = bitset_of(&group.excluded_tool_ids, &tool_index, tool_count);
+            let explicit = indices_of(&group.explicit_tool_ids, &tool_index);
+            let excluded = indices_of(&group.excluded_tool_ids, &tool_index);
             let mut members = FixedBitSet::with_capacity(tool_count);
             if group.active {
                 members.union_with(&selected);
-                members.union_with(&explicit);
-                members.difference_with(&excluded);
+                for &t in &explicit {
+                    members.insert(t as usize);
+                }
+                for &t in &excluded {
+                    members.remove(t as usize);
+                }
             }
             group_index.insert(group.id.clone(), groups.len() as u32);
             groups.push(CompiledGroup {
@@ -240,16 +247,21 @@ impl Snapshot {
     pub fn tool_count(&self) -> usize {
         self.tools.len()
     }
+
+    /// Tool `t`'s serialised manifest entry, built the first time any manifest needs it.
+    pub(super) fn tool_entry(&self, t: usize) -> &ToolEntry {
+        let tool = &self.tools[t];
+        tool.entry
+            .get_or_init(|| ToolEntry::new(&self.catalog.tools[tool.catalog_position]))
+    }
 }
 
-fn bitset_of(ids: &[String], index: &HashMap<String, u32>, len: usize) -> FixedBitSet {
-    let mut set = FixedBitSet::with_capacity(len);
-    for id in ids {
-        if let Some(&i) = index.get(id) {
-            set.insert(i as usize);
-        }
-    }
-    set
+/// The snapshot indices of the ids that name existing tools, ascending and deduplicated.
+fn indices_of(ids: &[String], index: &HashMap<String, u32>) -> Vec<u32> {
+    let mut indices: Vec<u32> = ids.iter().filter_map(|id| index.get(id).copied()).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    indices
 }
 
 /// Deduplicates claim paths and matchers while compiling policies.
@@ -400,15 +412,12 @@ impl<'c> SelectionIndex<'c> {
                     message,
                 })?;
                 let values = &self.fields[field as usize];
-                let hits: Vec<bool> = values
-                    .distinct
-                    .iter()
-                    .map(|value| compiled.is_match(value))
-                    .collect();
                 let mut matched = FixedBitSet::with_capacity(len);
-                for (i, &value) in values.of_tool.iter().enumerate() {
-                    if hits[value as usize] {
-                        matched.insert(i);
+                for (value, tools) in values.distinct.iter().zip(&values.tools) {
+                    if compiled.is_match(value) {
+                        for &tool in tools {
+                            matched.insert(tool as usize);
+                        }
                     }
                 }
                 cache.insert(pattern, matched);
@@ -430,25 +439,28 @@ impl<'c> SelectionIndex<'c> {
     }
 }
 
-/// One tool field's distinct values and, per tool (in snapshot order), the index of its value.
+/// One tool field's distinct values and, for each, the tools (snapshot indices) that have it:
+/// a pattern is tested once per distinct value, and building its tool set costs as much as the
+/// tools it matches, not a pass over every tool.
 struct FieldValues<'c> {
     distinct: Vec<&'c str>,
-    of_tool: Vec<u32>,
+    tools: Vec<Vec<u32>>,
 }
 
 impl<'c> FieldValues<'c> {
     fn new(values: impl Iterator<Item = &'c str>) -> Self {
-        let mut index: HashMap<&'c str, u32> = HashMap::new();
+        let mut index: HashMap<&'c str, usize> = HashMap::new();
         let mut distinct = Vec::new();
-        let of_tool = values
-            .map(|value| {
-                *index.entry(value).or_insert_with(|| {
-                    distinct.push(value);
-                    (distinct.len() - 1) as u32
-                })
-            })
-            .collect();
-        FieldValues { distinct, of_tool }
+        let mut tools: Vec<Vec<u32>> = Vec::new();
+        for (tool, value) in values.enumerate() {
+            let slot = *index.entry(value).or_insert_with(|| {
+                distinct.push(value);
+                tools.push(Vec::new());
+                distinct.len() - 1
+            });
+            tools[slot].push(tool as u32);
+        }
+        FieldValues { distinct, tools }
     }
 }
 

@@ -203,27 +203,27 @@ impl CatalogService {
             let base = self.snapshot();
             let mut catalog = base.catalog().clone();
             let Mutation { notes, value } = mutate(&mut catalog)?;
-            catalog.normalize();
-            let errors = validate(&catalog);
-            if !errors.is_empty() {
-                return Err(WriteError::Invalid(match focus {
-                    Some(focus) => focus.relativize(&catalog, errors),
-                    None => errors,
-                }));
-            }
-            catalog.sort_by_id();
-            let changes = changes_between(base.catalog(), &catalog);
-            if changes.is_empty() {
-                return Ok((value, base.revision()));
-            }
-            let revision = base.revision() + 1;
-            let snapshot = Snapshot::compile(catalog, revision).map_err(|error| {
-                WriteError::Invalid(vec![FieldError {
-                    field: error.field,
-                    message: error.message,
-                    kind: ErrorKind::Invalid,
-                }])
-            })?;
+            // Validating and compiling a large catalog takes tens of milliseconds: off the
+            // async workers, so that agent reads keep flowing during an admin write.
+            let previous = Arc::clone(&base);
+            let prepared = tokio::task::spawn_blocking(move || prepare(catalog, &previous))
+                .await
+                .map_err(|error| {
+                    WriteError::Store(StoreError::Unavailable(format!(
+                        "preparing the write failed: {error}"
+                    )))
+                })??;
+            let (snapshot, changes) = match prepared {
+                Prepared::Invalid(catalog, errors) => {
+                    return Err(WriteError::Invalid(match focus {
+                        Some(focus) => focus.relativize(&catalog, errors),
+                        None => errors,
+                    }));
+                }
+                Prepared::Unchanged => return Ok((value, base.revision())),
+                Prepared::Ready(snapshot, changes) => (snapshot, changes),
+            };
+            let revision = snapshot.revision();
             let at = Utc::now();
             let audit = notes
                 .into_iter()
@@ -252,7 +252,7 @@ impl CatalogService {
             let committed = tokio::spawn(async move {
                 let result = store.commit(commit).await;
                 if result.is_ok() {
-                    published.publish(snapshot);
+                    published.publish(*snapshot);
                 }
                 result
             })
@@ -284,6 +284,36 @@ impl CatalogService {
         }
         Err(WriteError::Contended)
     }
+}
+
+/// A mutated catalog, checked and compiled (or why not).
+enum Prepared {
+    Invalid(Catalog, Vec<FieldError>),
+    Unchanged,
+    Ready(Box<Snapshot>, Vec<crate::store::Change>),
+}
+
+/// Normalises, validates (in document order, so error paths point where the author wrote),
+/// sorts into canonical order, diffs against `base` and compiles at the next revision.
+fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError> {
+    catalog.normalize();
+    let errors = validate(&catalog);
+    if !errors.is_empty() {
+        return Ok(Prepared::Invalid(catalog, errors));
+    }
+    catalog.sort_by_id();
+    let changes = changes_between(base.catalog(), &catalog);
+    if changes.is_empty() {
+        return Ok(Prepared::Unchanged);
+    }
+    let snapshot = Snapshot::compile(catalog, base.revision() + 1).map_err(|error| {
+        WriteError::Invalid(vec![FieldError {
+            field: error.field,
+            message: error.message,
+            kind: ErrorKind::Invalid,
+        }])
+    })?;
+    Ok(Prepared::Ready(Box::new(snapshot), changes))
 }
 
 async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> {
