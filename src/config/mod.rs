@@ -26,8 +26,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::auth::AuthSettings;
 use crate::domain::model::ClaimMatcher;
 
@@ -290,16 +288,10 @@ fn default_listen() -> SocketAddr {
         .expect("the default listen address is a valid socket address")
 }
 
-/// `roles` contains `admin`, or `realm_access.roles` (Keycloak) contains `admin`.
+/// `roles` contains `admin`, or `realm_access.roles` (Keycloak) contains `admin`: the rule the
+/// auth module applies when none is configured.
 pub fn default_admin_rule() -> Vec<ClaimMatcher> {
-    ["roles", "realm_access.roles"]
-        .into_iter()
-        .map(|path| ClaimMatcher {
-            json_path: path.to_owned(),
-            operator: "contains".to_owned(),
-            value: json!("admin"),
-        })
-        .collect()
+    crate::auth::AdminRule::default_matchers()
 }
 
 /// Sizes beyond the address space cannot be honoured anyway; the largest one can.
