@@ -366,6 +366,22 @@ async fn bad_bodies_and_queries_get_precise_problems() {
     gateway
         .admin_send(
             Method::POST,
+            "/admin/tools/billing:refund/disable",
+            Some(json!({"reason": big})),
+        )
+        .await
+        .problem(413);
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/tools/billing:refund/disable",
+            Some(json!({"why": "typo"})),
+        )
+        .await
+        .problem(422);
+    gateway
+        .admin_send(
+            Method::POST,
             "/admin/labels",
             Some(json!({"name": "big", "description": big})),
         )

@@ -100,6 +100,24 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// An optional JSON body: empty (or only whitespace) is `None`; otherwise as [`JsonBody`].
+pub struct OptionalJsonBody<T>(pub Option<T>);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.body_limit;
+        let bytes = axum::body::to_bytes(request.into_body(), limit)
+            .await
+            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(None));
+        }
+        parse_json(&bytes).map(|value| OptionalJsonBody(Some(value)))
+    }
+}
+
 /// Parses JSON, classifying errors as malformed (400) or invalid (422, with the field path).
 pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);

@@ -1,7 +1,6 @@
 //! `POST /admin/tools/{id}/enable` and `/disable`: idempotent toggles (no change, no revision).
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +12,7 @@ use super::crud::{note, with_revision};
 use crate::domain::model::Tool;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::{Admin, parse_json};
+use crate::http::extract::{Admin, OptionalJsonBody};
 use crate::service::{Mutation, WriteError};
 
 /// The optional body of `POST /admin/tools/{id}/enable|disable`.
@@ -30,7 +29,7 @@ pub async fn enable(
     admin: Admin,
     path: Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: OptionalJsonBody<Toggle>,
 ) -> Result<Response, ApiError> {
     toggle(state, admin, path, headers, body, true).await
 }
@@ -40,7 +39,7 @@ pub async fn disable(
     admin: Admin,
     path: Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    body: OptionalJsonBody<Toggle>,
 ) -> Result<Response, ApiError> {
     toggle(state, admin, path, headers, body, false).await
 }
@@ -50,15 +49,11 @@ async fn toggle(
     Admin(agent): Admin,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: Bytes,
+    OptionalJsonBody(body): OptionalJsonBody<Toggle>,
     enabled: bool,
 ) -> Result<Response, ApiError> {
     // The body is optional: `{"reason": "…"}` or nothing.
-    let toggle: Toggle = if body.iter().all(u8::is_ascii_whitespace) {
-        Toggle::default()
-    } else {
-        parse_json(&body)?
-    };
+    let toggle = body.unwrap_or_default();
     let actor = actor(&agent, &headers);
     let now = Utc::now();
     let (tool, revision) = state
