@@ -18,6 +18,7 @@ mod catalog_gen;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use toolgate::domain::manifest::ManifestOptions;
 use toolgate::domain::model::Catalog;
 use toolgate::domain::snapshot::Snapshot;
 
@@ -118,7 +119,21 @@ fn main() {
 
 fn measure(json: &str) {
     let before = mark();
-    let catalog: Catalog = serde_json::from_str(json).expect("parses back");
+    let mut catalog: Catalog = serde_json::from_str(json).expect("parses back");
+    // One extra group and policy that grant every tool, so that one manifest can make the
+    // snapshot serialise every entry (entries are built lazily, on first use).
+    catalog.groups.push(
+        serde_json::from_value(
+            serde_json::json!({"id": "zz-all", "name": "zz-all", "selectors": [{}]}),
+        )
+        .expect("group"),
+    );
+    catalog.policies.push(
+        serde_json::from_value(serde_json::json!({"id": "zz-all", "name": "zz-all",
+            "claim_matchers": [{"json_path": "sub", "operator": "exists"}],
+            "allowed_group_ids": ["zz-all"]}))
+        .expect("policy"),
+    );
     let parsed = mark();
     let counts = (
         catalog.tools.len(),
@@ -138,12 +153,22 @@ fn measure(json: &str) {
         .collect();
     let schema_heap = LIVE.load(Ordering::Relaxed) - compiled.heap;
     drop(schemas);
+    let claims = serde_json::json!({"sub": "everything"})
+        .as_object()
+        .expect("object")
+        .clone();
+    let options = ManifestOptions {
+        include_disabled: true,
+        ..ManifestOptions::default()
+    };
+    let served = snapshot.manifest(&claims, &options).len();
+    let warm = mark();
 
     let catalog_heap = parsed.heap - before.heap;
     let snapshot_heap = compiled.heap - before.heap;
     let (tools, groups, policies) = counts;
-    // Four bitsets per group (selected, explicit, excluded, members), one bit per tool.
-    let bitsets = groups * 4 * tools.div_ceil(8);
+    // Two bitsets per group (selected, members), one bit per tool.
+    let bitsets = groups * 2 * tools.div_ceil(8);
     println!("large catalog: {tools} tools, {groups} groups, {policies} policies");
     println!("  catalog JSON text                 {}", mb(json.len()));
     println!("                                     live heap    resident set");
@@ -164,6 +189,11 @@ fn measure(json: &str) {
         mb(compiled.rss.saturating_sub(parsed.rss))
     );
     println!("    of which group bitsets (≈)      {}", mb(bitsets));
+    println!(
+        "  snapshot after serving all {served} entries  {}     {}",
+        mb(warm.heap - before.heap),
+        mb(warm.rss.saturating_sub(before.rss))
+    );
     println!(
         "  peak heap while compiling         {}  (transient: {})",
         mb(peak - before.heap),
