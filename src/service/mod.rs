@@ -3,5 +3,7 @@
 
 pub mod catalog;
 mod diff;
+pub mod ingest;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use ingest::{RefreshError, refresh_source};
