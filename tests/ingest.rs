@@ -681,3 +681,49 @@ async fn mcp_json_responses_and_static_headers() {
         .collect();
     assert_eq!(ids, [json!("m:search_docs")]);
 }
+
+#[tokio::test]
+async fn sources_with_an_interval_are_refreshed_periodically() {
+    let server = McpServer::start(&["search_docs"], &[]);
+    let gateway = Gateway::start().await;
+    let reply = create_source(
+        &gateway,
+        json!({"id": "p", "name": "p", "type": "mcp",
+               "config": {"url": server.url, "refresh_interval_secs": 10}}),
+    )
+    .await;
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    server.offer(&["search_docs", "translate"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ids: Vec<Value> = imported_tools(&gateway, "p")
+            .await
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect();
+        if ids.len() == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no periodic refresh: {ids:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let audit = gateway
+        .get("/admin/audit?entity=sources&id=p", &Gateway::admin())
+        .await
+        .json();
+    assert!(
+        audit["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["action"] == "refresh" && r["actor"] == "toolgate")
+    );
+}
