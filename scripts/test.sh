@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what the tests need when it is
-# missing (redis-server from Debian's packages), then runs every test target.
+# missing (redis-server from Debian's packages; the official MCP Python SDK in .venv-mcp for the
+# ingestion tests' real MCP server), then runs every test target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The MCP fixture server (tests/fixtures/mcp_server.py) uses FastMCP, i.e. the 1.x SDK.
+if [ ! -x .venv-mcp/bin/python ] || ! .venv-mcp/bin/python -c 'import mcp.server.fastmcp, uvicorn' 2>/dev/null; then
+  echo "creating .venv-mcp with the MCP Python SDK"
+  python3 -m venv .venv-mcp
+  .venv-mcp/bin/pip install --quiet --disable-pip-version-check 'mcp>=1.10,<2' uvicorn
 fi
 
 cargo test --locked "$@"

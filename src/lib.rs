@@ -17,6 +17,8 @@ pub mod config;
 pub mod domain;
 /// The HTTP adapter: routes, extractors, problem-JSON errors.
 pub mod http;
+/// Catalog ingestion: OpenAPI documents and MCP servers → tools, and the refresh diff.
+pub mod ingest;
 /// Assembles and runs the gateway (`toolgate serve`).
 pub mod server;
 /// Catalog writes and the current compiled snapshot (the application layer).

@@ -24,6 +24,7 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/admin/groups/{id}", &["get", "put", "patch", "delete"]),
     ("/admin/policies", &["get", "post"]),
     ("/admin/policies/{id}", &["get", "put", "patch", "delete"]),
+    ("/admin/sources/{id}/refresh", &["post"]),
     ("/admin/tools/{id}/enable", &["post"]),
     ("/admin/tools/{id}/disable", &["post"]),
     ("/admin/groups/{id}/tools", &["get"]),

@@ -12,4 +12,5 @@ pub mod manifest;
 pub mod model;
 pub mod pattern;
 pub mod snapshot;
+pub mod source_config;
 pub mod validate;

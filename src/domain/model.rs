@@ -78,7 +78,10 @@ pub struct Source {
 }
 
 /// The source types SEMANTICS.md section 1 allows.
-pub const SOURCE_TYPES: [&str; 4] = ["manual", "openapi", "mcp", "tool-service"];
+pub const SOURCE_TYPES: [&str; 4] = ["manual", "openapi", "mcp", SOURCE_TOOL_SERVICE];
+
+/// The source type whose tools reference a service descriptor (seed 001).
+pub const SOURCE_TOOL_SERVICE: &str = "tool-service";
 
 /// One operation an agent may call.
 ///
@@ -124,6 +127,21 @@ pub struct Tool {
     /// Why an admin disabled the tool, if one said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled_reason: Option<String>,
+    /// For tools of a `tool-service` source: the values of the service's config parameters
+    /// (seed 001's `collection`, `style`…). Passed to the service, never shown to agents: the
+    /// manifest entry is built from explicit fields that do not include it.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[schema(value_type = Object)]
+    pub service_config: Map<String, Value>,
+    /// For tools of a `tool-service` source: the arguments the LLM supplies. They define the
+    /// tool's `input_schema` ([`Catalog::normalize`] derives it), every one required.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ToolArgument>,
+    /// What the last import (refresh) of the tool's source set, for tools that came from an
+    /// importer; absent for tools written by hand. A refresh keeps an admin's `name` or
+    /// `description` when it differs from the value recorded here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,7 +152,48 @@ pub struct Tool {
     pub updated_by: Option<String>,
 }
 
+/// One argument of a tool-service tool (seed 001, tier 2): all three fields are required.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolArgument {
+    pub name: String,
+    /// A JSON Schema type: `string`, `number`, `integer`, `boolean`, `object` or `array`.
+    #[serde(rename = "type")]
+    pub arg_type: String,
+    pub description: String,
+}
+
+/// The importer-owned state of an imported tool: a hash of everything the importer sets, and
+/// the name and description it last set (kept verbatim so that an admin override, a value that
+/// differs from these, can be told apart from an upstream change).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Imported {
+    /// BLAKE3 of the imported definition (name, description, method, path, tags, schemas).
+    pub content_hash: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// The JSON Schema types a tool-service argument may take.
+pub const ARGUMENT_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "object", "array"];
+
 impl Tool {
+    /// The input schema a tool-service tool's argument list stands for: an object with one
+    /// property per argument (its `type` and `description`), all of them required.
+    pub fn arguments_schema(arguments: &[ToolArgument]) -> Value {
+        let mut properties = Map::new();
+        for argument in arguments {
+            properties.insert(
+                argument.name.clone(),
+                serde_json::json!({"type": argument.arg_type, "description": argument.description}),
+            );
+        }
+        let required: Vec<&str> = arguments.iter().map(|a| a.name.as_str()).collect();
+        serde_json::json!({"type": "object", "properties": properties, "required": required})
+    }
+
     /// The id a tool gets when none is given.
     pub fn default_id(source_id: &str, operation_id: &str) -> String {
         format!("{source_id}:{operation_id}")
@@ -291,10 +350,22 @@ impl Catalog {
     /// Fills in defaults that depend on other fields: a tool without an id gets
     /// `"{source_id}:{operation_id}"`. Idempotent; keeps document order, so validation errors
     /// point at the positions the author wrote.
+    ///
+    /// A tool of a `tool-service` source gets the input schema its `arguments` stand for
+    /// ([`Tool::arguments_schema`]): the argument list is the one definition of its input.
     pub fn normalize(&mut self) {
+        let tool_services: std::collections::HashSet<&str> = self
+            .sources
+            .iter()
+            .filter(|s| s.source_type == SOURCE_TOOL_SERVICE)
+            .map(|s| s.id.as_str())
+            .collect();
         for tool in &mut self.tools {
             if tool.id.is_empty() {
                 tool.id = Tool::default_id(&tool.source_id, &tool.operation_id);
+            }
+            if tool_services.contains(tool.source_id.as_str()) {
+                tool.input_schema = Tool::arguments_schema(&tool.arguments);
             }
         }
     }

@@ -7,8 +7,12 @@
 use std::collections::{HashMap, HashSet};
 
 use super::claims::{ClaimPath, CompiledMatcher};
-use super::model::{AccessPolicy, Catalog, SOURCE_TYPES, Selector, Tool, ToolGroup};
+use super::model::{
+    ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TOOL_SERVICE, SOURCE_TYPES, Selector, Tool,
+    ToolGroup,
+};
 use super::pattern::Pattern;
+use super::source_config::{self, ServiceDescriptor};
 
 /// Names (and ids) longer than this are rejected.
 pub const MAX_NAME_CHARS: usize = 255;
@@ -72,9 +76,33 @@ pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
                 ),
             );
         }
+        for error in source_config::check(source) {
+            let field = if error.field.is_empty() {
+                format!("{at}.config")
+            } else {
+                format!("{at}.config.{}", error.field)
+            };
+            v.invalid(field, error.message);
+        }
     }
+    let services: HashMap<&str, Option<ServiceDescriptor>> = catalog
+        .sources
+        .iter()
+        .filter(|s| s.source_type == SOURCE_TOOL_SERVICE)
+        .map(|s| {
+            (
+                s.id.as_str(),
+                source_config::service_descriptor(&s.config).ok(),
+            )
+        })
+        .collect();
     for (i, tool) in catalog.tools.iter().enumerate() {
-        v.tool(&format!("tools[{i}]"), tool, &known);
+        let at = format!("tools[{i}]");
+        v.tool(&at, tool, &known);
+        match services.get(tool.source_id.as_str()) {
+            Some(descriptor) => v.tool_service_tool(&at, tool, descriptor.as_ref()),
+            None => v.not_a_tool_service_tool(&at, tool),
+        }
     }
     for (i, label) in catalog.labels.iter().enumerate() {
         let at = format!("labels[{i}]");
@@ -230,6 +258,101 @@ impl Validator {
             self.invalid(
                 format!("{at}.method"),
                 "must not contain control characters".to_owned(),
+            );
+        }
+    }
+
+    /// A tool of a `tool-service` source: its config values satisfy the service's declared
+    /// parameters (seed 001), its arguments are complete. `descriptor` is `None` when the
+    /// source's own config is invalid (reported there).
+    fn tool_service_tool(&mut self, at: &str, tool: &Tool, descriptor: Option<&ServiceDescriptor>) {
+        if let Some(descriptor) = descriptor {
+            let declared: Vec<&str> = descriptor
+                .config_params
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            for (key, value) in &tool.service_config {
+                if !declared.contains(&key.as_str()) {
+                    self.invalid(
+                        format!("{at}.service_config.{key}"),
+                        format!(
+                            "unknown config parameter '{key}' of service '{}'; expected {}",
+                            tool.source_id,
+                            if declared.is_empty() {
+                                "none: the service declares no config parameters".to_owned()
+                            } else {
+                                format!("one of {}", declared.join(", "))
+                            }
+                        ),
+                    );
+                } else if value.is_null() {
+                    self.invalid(
+                        format!("{at}.service_config.{key}"),
+                        "must have a value, found null".to_owned(),
+                    );
+                }
+            }
+            let missing: Vec<&str> = descriptor
+                .config_params
+                .iter()
+                .filter(|p| p.required && !tool.service_config.contains_key(&p.name))
+                .map(|p| p.name.as_str())
+                .collect();
+            if !missing.is_empty() {
+                self.invalid(
+                    format!("{at}.service_config"),
+                    format!(
+                        "missing required config parameters of service '{}': {}",
+                        tool.source_id,
+                        missing.join(", ")
+                    ),
+                );
+            }
+        }
+        let mut seen = HashSet::new();
+        for (j, argument) in tool.arguments.iter().enumerate() {
+            let arg = format!("{at}.arguments[{j}]");
+            self.name(&arg, "name", &argument.name);
+            if !seen.insert(argument.name.as_str()) {
+                self.invalid(
+                    format!("{arg}.name"),
+                    format!("argument '{}' is declared twice", argument.name),
+                );
+            }
+            if !ARGUMENT_TYPES.contains(&argument.arg_type.as_str()) {
+                self.invalid(
+                    format!("{arg}.type"),
+                    format!(
+                        "unknown type '{}'; expected one of {}",
+                        argument.arg_type,
+                        ARGUMENT_TYPES.join(", ")
+                    ),
+                );
+            }
+            if argument.description.trim().is_empty() {
+                self.invalid(
+                    format!("{arg}.description"),
+                    "must not be empty: it is what the LLM reads".to_owned(),
+                );
+            }
+            self.description(&arg, &argument.description);
+        }
+    }
+
+    /// Config values and argument lists belong to tool-service tools only.
+    fn not_a_tool_service_tool(&mut self, at: &str, tool: &Tool) {
+        if !tool.service_config.is_empty() {
+            self.invalid(
+                format!("{at}.service_config"),
+                "only tools of a tool-service source take config values".to_owned(),
+            );
+        }
+        if !tool.arguments.is_empty() {
+            self.invalid(
+                format!("{at}.arguments"),
+                "only tools of a tool-service source take an argument list; give input_schema"
+                    .to_owned(),
             );
         }
     }

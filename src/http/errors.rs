@@ -29,6 +29,9 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     Unauthorized(AuthError),
     Forbidden(String),
+    /// An upstream the gateway fetched from (an OpenAPI URL, an MCP server) failed or answered
+    /// with something unusable: 502, with the cause.
+    BadGateway(String),
     /// A backing store cannot be reached: 503.
     Unavailable(String),
     /// A bug; the message is logged, never sent.
@@ -82,6 +85,7 @@ impl ApiError {
             ),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
+            ApiError::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad-gateway", "Upstream failed"),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -100,6 +104,7 @@ impl ApiError {
             ApiError::Malformed(detail)
             | ApiError::NotFound(detail)
             | ApiError::Forbidden(detail)
+            | ApiError::BadGateway(detail)
             | ApiError::Unavailable(detail) => detail.clone(),
             ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
                 errors
@@ -203,6 +208,33 @@ impl From<WriteError> for ApiError {
             WriteError::Conflict(detail, errors) => ApiError::Conflict(detail, errors),
             WriteError::Contended => ApiError::Conflict(error.to_string(), Vec::new()),
             WriteError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<crate::ingest::IngestError> for ApiError {
+    fn from(error: crate::ingest::IngestError) -> Self {
+        use crate::ingest::IngestError;
+        match error {
+            IngestError::NotImportable(message) => ApiError::Invalid(vec![FieldError {
+                field: "config".to_owned(),
+                message,
+                kind: crate::domain::validate::ErrorKind::Invalid,
+            }]),
+            IngestError::Upstream(message) | IngestError::Definition(message) => {
+                ApiError::BadGateway(format!("the import failed; nothing was changed: {message}"))
+            }
+        }
+    }
+}
+
+impl From<crate::service::RefreshError> for ApiError {
+    fn from(error: crate::service::RefreshError) -> Self {
+        use crate::service::RefreshError;
+        match error {
+            RefreshError::NotFound(_) => ApiError::NotFound(error.to_string()),
+            RefreshError::Ingest(error) => error.into(),
+            RefreshError::Write(error) => error.into(),
         }
     }
 }

@@ -61,7 +61,7 @@ pub async fn serve() -> Response {
 
 /// The error responses, shared as components (`#/components/responses/<name>`): status, name,
 /// description. Each route lists the ones it can answer with, per API.md.
-const PROBLEMS: [(u16, &str, &str); 8] = [
+const PROBLEMS: [(u16, &str, &str); 9] = [
     (
         400,
         "Malformed",
@@ -92,6 +92,12 @@ const PROBLEMS: [(u16, &str, &str); 8] = [
         422,
         "Invalid",
         "Well-formed but invalid content; `errors` names each field.",
+    ),
+    (
+        502,
+        "BadGateway",
+        "An upstream the gateway imports from (an OpenAPI URL, an MCP server) failed or \
+         answered with an unusable definition; `detail` says why. Nothing was changed.",
     ),
     (
         503,
@@ -140,6 +146,7 @@ fn components() -> Components {
     collect::<Problem>(&mut schemas);
     collect::<admin::tools::Toggle>(&mut schemas);
     collect::<admin::preview::PreviewRequest>(&mut schemas);
+    collect::<admin::refresh::RefreshReply>(&mut schemas);
     collect::<bodies::Manifest>(&mut schemas);
     collect::<bodies::GroupMembers>(&mut schemas);
     collect::<bodies::CatalogReplaced>(&mut schemas);
@@ -216,6 +223,7 @@ fn paths() -> Paths {
             .path(format!("{}/{{id}}", collection.path()), one);
     }
     paths = paths
+        .path("/admin/sources/{id}/refresh", admin_paths::refresh_source())
         .path("/admin/tools/{id}/enable", admin_paths::toggle(true))
         .path("/admin/tools/{id}/disable", admin_paths::toggle(false))
         .path("/admin/groups/{id}/tools", admin_paths::group_members())

@@ -120,10 +120,15 @@ pub async fn start(
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
+    let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
     let task = tokio::spawn(async move {
-        axum::serve(listener, app)
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
-            .await
+            .await;
+        // The refresher holds the catalog service (and so the store): end it with the server.
+        refresher.abort();
+        let _ = refresher.await;
+        served
     });
     tracing::info!(%addr, revision = state.catalog.snapshot().revision(), "toolgate is listening");
     Ok(Running { addr, state, task })

@@ -3,5 +3,8 @@
 
 pub mod catalog;
 mod diff;
+pub mod ingest;
+pub mod periodic;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use ingest::{RefreshError, refresh_source};

@@ -6,3 +6,4 @@ pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
 pub mod process;
+pub mod upstream;

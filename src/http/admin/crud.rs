@@ -19,6 +19,8 @@ use super::{REVISION_HEADER, actor};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody, QueryPairs};
+use crate::ingest::refresh::Stamp;
+use crate::service::ingest::apply_import;
 use crate::service::{AuditNote, Focus, Mutation, WriteError};
 
 /// Page size when `limit` is not given, and the most one page may hold.
@@ -140,6 +142,17 @@ async fn create<E: CatalogEntity>(
         kind: E::KIND,
         id: entity.id().to_owned(),
     };
+    if E::all(state.catalog.snapshot().catalog())
+        .iter()
+        .any(|e| e.id() == entity.id())
+    {
+        return Err(already_exists::<E>(entity.id()));
+    }
+    let imported = entity.import_on_create().await?;
+    let stamp = Stamp {
+        at: now,
+        by: actor.subject.clone(),
+    };
     let (stored, revision) = state
         .catalog
         .write(&actor, Some(&focus), |catalog| {
@@ -150,12 +163,18 @@ async fn create<E: CatalogEntity>(
                 ));
             }
             E::all_mut(catalog).push(entity.clone());
+            let mut notes = vec![note::<E>("create", entity.id(), None, Some(&entity))];
+            if let Some(tools) = &imported {
+                let (_, refresh) = apply_import(catalog, entity.id(), tools, &stamp)?;
+                notes.extend(refresh);
+            }
             Ok(Mutation {
-                notes: vec![note::<E>("create", entity.id(), None, Some(&entity))],
+                notes,
                 value: entity.clone(),
             })
         })
         .await?;
+    let stored = stored_version::<E>(&state, stored, revision);
     let location = format!(
         "/admin/{}/{}",
         E::KIND.as_str(),
@@ -256,7 +275,29 @@ async fn update<E: CatalogEntity>(
             })
         })
         .await?;
+    let stored = stored_version::<E>(state, stored, revision);
     Ok(with_revision(Json(&stored).into_response(), revision))
+}
+
+/// The entity as the catalog holds it after a write (normalisation may have derived fields,
+/// such as a tool-service tool's input schema); `written` if another write came in between.
+fn stored_version<E: CatalogEntity>(state: &AppState, written: E, revision: u64) -> E {
+    let snapshot = state.catalog.snapshot();
+    if snapshot.revision() != revision {
+        return written;
+    }
+    E::all(snapshot.catalog())
+        .iter()
+        .find(|e| e.id() == written.id())
+        .cloned()
+        .unwrap_or(written)
+}
+
+fn already_exists<E: CatalogEntity>(id: &str) -> ApiError {
+    ApiError::Conflict(
+        format!("a {} with id '{id}' already exists", E::NOUN),
+        Vec::new(),
+    )
 }
 
 async fn delete<E: CatalogEntity>(

@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::source_config;
 use crate::domain::validate::{ErrorKind, FieldError};
+use crate::ingest::{self, ImportedTool, IngestError};
 use crate::service::WriteError;
 use crate::store::EntityKind;
 
@@ -74,6 +76,17 @@ pub trait CatalogEntity:
     /// one and for the OpenAPI document.
     const FILTERS: &'static [ListFilter];
 
+    /// Tool definitions to import in the same write that creates the entity: a new `openapi`
+    /// or `mcp` source is fetched before it is stored, so that it arrives with its tools in one
+    /// revision. `None`: nothing to import (another kind, or a config that validation will
+    /// reject with field paths).
+    fn import_on_create(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Option<Vec<ImportedTool>>, IngestError>> + Send
+    {
+        std::future::ready(Ok(None))
+    }
+
     /// Fixes up or refuses references before the entity `id` is removed.
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
         Ok(())
@@ -130,6 +143,13 @@ impl CatalogEntity for Source {
             _ => None,
         }
     }
+    async fn import_on_create(&self) -> Result<Option<Vec<ImportedTool>>, IngestError> {
+        if !self.enabled || source_config::import_config(self).is_err() {
+            return Ok(None);
+        }
+        ingest::fetch(self).await.map(Some)
+    }
+
     /// A source takes its tools with it, and the ids pointing at them.
     fn before_delete(catalog: &mut Catalog, id: &str) -> Result<(), WriteError> {
         let doomed: Vec<String> = catalog

@@ -7,6 +7,7 @@ pub(crate) use catalog::stamped;
 mod crud;
 mod entity;
 pub(crate) mod preview;
+pub(crate) mod refresh;
 pub(crate) mod tools;
 
 use std::borrow::Cow;
@@ -71,6 +72,7 @@ pub fn routes() -> Router<AppState> {
         router = router.nest(&collection.path(), (collection.routes)());
     }
     router
+        .route("/admin/sources/{id}/refresh", post(refresh::refresh))
         .route("/admin/tools/{id}/enable", post(tools::enable))
         .route("/admin/tools/{id}/disable", post(tools::disable))
         .route("/admin/groups/{id}/tools", get(catalog::group_members))

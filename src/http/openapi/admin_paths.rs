@@ -111,7 +111,12 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
             header_object(&format!("`/admin/{kind}/{{id}}`.")),
         ),
     );
-    let create = problems(create, &[400, 409, 413, 422, 503]);
+    // A new openapi or mcp source is imported before it is stored: its fetch can fail (502).
+    let create = if collection.kind == crate::store::EntityKind::Sources {
+        problems(create, &[400, 409, 413, 422, 502, 503])
+    } else {
+        problems(create, &[400, 409, 413, 422, 503])
+    };
 
     let read = admin_operation(&format!("get_{noun}"), kind, &format!("Get a {noun}"), "")
         .parameter(id_parameter(noun))
@@ -220,6 +225,38 @@ pub(super) fn toggle(enable: bool) -> PathItem {
 
 fn tool_schema_name() -> Cow<'static, str> {
     <crate::domain::model::Tool as ToSchema>::name()
+}
+
+/// `POST /admin/sources/{id}/refresh`.
+pub(super) fn refresh_source() -> PathItem {
+    let operation = admin_operation(
+        "refresh_source",
+        "sources",
+        "Re-import a source",
+        "Fetches an `openapi` or `mcp` source's definitions and brings its tools in line: new \
+         ones are created (enabled), changed ones updated, vanished ones marked `deprecated` \
+         (and restored when they come back). `enabled`, `label_ids` and an admin's `name` or \
+         `description` survive. One refresh is one revision and one audit record \
+         (`action: refresh`); a refresh that changes nothing makes neither. A failed fetch \
+         changes nothing and answers 502. A `tool-service` source has nothing to fetch.",
+    )
+    .parameter(id_parameter("source"))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("What the refresh did, and the revision it produced.")
+            .content(
+                JSON,
+                json_content(schema_ref::<admin::refresh::RefreshReply>()),
+            )
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    PathItemBuilder::new()
+        .operation(
+            HttpMethod::Post,
+            problems(operation, &[404, 409, 422, 502, 503]),
+        )
+        .build()
 }
 
 /// `GET /admin/groups/{id}/tools`.

@@ -1,0 +1,471 @@
+//! What each source type keeps in [`Source::config`](super::model::Source::config), read into
+//! typed settings. Validation ([`super::validate`]) and the importers (`crate::ingest`) read
+//! the config through the same functions, so a source that validates is one the importer
+//! understands.
+//!
+//! | type | keys |
+//! |---|---|
+//! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch); `refresh_interval_secs` |
+//! | `mcp` | `url` (http/https, the Streamable HTTP endpoint); `headers` (object of text, e.g. `Authorization`); `refresh_interval_secs` |
+//! | `tool-service` | `request-queue`, `response-queue` (text, required); `config-params` (`[{"name", "required"}]`); `id` (text, informative) |
+//! | `manual` | free-form, never interpreted |
+//!
+//! An **empty** config is valid for every type: the source is then only a catalogue entry whose
+//! tools are written by hand, and refreshing it is refused (422). Unknown keys are errors.
+
+use serde_json::{Map, Value};
+
+use super::model::{SOURCE_TOOL_SERVICE, Source};
+
+/// The shortest periodic refresh interval accepted, seconds.
+pub const MIN_REFRESH_INTERVAL_SECS: u64 = 10;
+
+/// One problem in a source's config: the key path below `config` and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Relative to `config`: `url`, `config-params[1].name`, …
+    pub field: String,
+    pub message: String,
+}
+
+fn error(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Where an `openapi` source's document comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpecLocation {
+    /// `config.spec`: the document itself (a JSON object, or JSON/YAML text).
+    Inline(Value),
+    /// `config.url`: fetched on every refresh.
+    Url(String),
+}
+
+/// The settings of an importable source (`openapi` or `mcp`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImportConfig {
+    OpenApi {
+        spec: SpecLocation,
+        headers: Vec<(String, String)>,
+    },
+    Mcp {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// One config parameter a tool service declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigParam {
+    pub name: String,
+    pub required: bool,
+}
+
+/// A `tool-service` source's descriptor (seed 001, tier 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceDescriptor {
+    pub request_queue: String,
+    pub response_queue: String,
+    pub config_params: Vec<ConfigParam>,
+}
+
+/// Every problem with `source.config` for its type; empty when it is fine.
+pub fn check(source: &Source) -> Vec<ConfigError> {
+    let config = &source.config;
+    if config.is_empty() {
+        return Vec::new();
+    }
+    match source.source_type.as_str() {
+        "openapi" => import_config(source).err().unwrap_or_default(),
+        "mcp" => import_config(source).err().unwrap_or_default(),
+        SOURCE_TOOL_SERVICE => service_descriptor(config).err().unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The periodic refresh interval of an importable source, if it asks for one.
+pub fn refresh_interval_secs(source: &Source) -> Option<u64> {
+    match source.source_type.as_str() {
+        "openapi" | "mcp" => source
+            .config
+            .get("refresh_interval_secs")
+            .and_then(Value::as_u64),
+        _ => None,
+    }
+}
+
+/// The import settings of an `openapi` or `mcp` source; an error for a source that is not
+/// imported (another type, or an empty config) or whose config is invalid.
+pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> {
+    let config = &source.config;
+    let mut errors = Vec::new();
+    let allowed: &[&str] = match source.source_type.as_str() {
+        "openapi" => &["spec", "url", "headers", "refresh_interval_secs"],
+        "mcp" => &["url", "headers", "refresh_interval_secs"],
+        other => {
+            return Err(vec![error(
+                "",
+                format!("a '{other}' source is not imported; only openapi and mcp sources are"),
+            )]);
+        }
+    };
+    if config.is_empty() {
+        return Err(vec![error(
+            "",
+            format!(
+                "this {} source has no config; set {}",
+                source.source_type,
+                if source.source_type == "openapi" {
+                    "'spec' or 'url'"
+                } else {
+                    "'url'"
+                }
+            ),
+        )]);
+    }
+    unknown_keys(config, allowed, &mut errors);
+    let headers = headers(config, &mut errors);
+    if let Some(value) = config.get("refresh_interval_secs") {
+        match value.as_u64() {
+            Some(secs) if secs >= MIN_REFRESH_INTERVAL_SECS => {}
+            _ => errors.push(error(
+                "refresh_interval_secs",
+                format!(
+                    "must be a whole number of seconds, at least {MIN_REFRESH_INTERVAL_SECS}, found {value}"
+                ),
+            )),
+        }
+    }
+    let url = match config.get("url") {
+        None => None,
+        Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
+        Some(other) => {
+            errors.push(error(
+                "url",
+                format!("must be an http:// or https:// URL, found {other}"),
+            ));
+            None
+        }
+    };
+    let result = if source.source_type == "openapi" {
+        let spec = match (config.get("spec"), url) {
+            (Some(_), Some(_)) => {
+                errors.push(error("spec", "give either 'spec' or 'url', not both"));
+                None
+            }
+            (Some(spec @ (Value::Object(_) | Value::String(_))), None) => {
+                Some(SpecLocation::Inline(spec.clone()))
+            }
+            (Some(other), None) => {
+                errors.push(error(
+                    "spec",
+                    format!(
+                        "must be the OpenAPI document (an object, or JSON/YAML text), found {}",
+                        kind_of(other)
+                    ),
+                ));
+                None
+            }
+            (None, Some(url)) => Some(SpecLocation::Url(url)),
+            (None, None) if config.contains_key("url") => None,
+            (None, None) => {
+                errors.push(error("spec", "an openapi source needs 'spec' or 'url'"));
+                None
+            }
+        };
+        spec.map(|spec| ImportConfig::OpenApi { spec, headers })
+    } else {
+        match url {
+            Some(url) => Some(ImportConfig::Mcp { url, headers }),
+            None => {
+                if !config.contains_key("url") {
+                    errors.push(error("url", "an mcp source needs the server's 'url'"));
+                }
+                None
+            }
+        }
+    };
+    match result {
+        Some(result) if errors.is_empty() => Ok(result),
+        _ => Err(errors),
+    }
+}
+
+/// The descriptor of a `tool-service` source. An empty config is a service without config
+/// parameters whose queues are not recorded.
+pub fn service_descriptor(
+    config: &Map<String, Value>,
+) -> Result<ServiceDescriptor, Vec<ConfigError>> {
+    let mut errors = Vec::new();
+    if config.is_empty() {
+        return Ok(ServiceDescriptor {
+            request_queue: String::new(),
+            response_queue: String::new(),
+            config_params: Vec::new(),
+        });
+    }
+    unknown_keys(
+        config,
+        &["id", "request-queue", "response-queue", "config-params"],
+        &mut errors,
+    );
+    if let Some(id) = config.get("id")
+        && !id.is_string()
+    {
+        errors.push(error("id", format!("must be text, found {}", kind_of(id))));
+    }
+    let mut queue = |key: &str| match config.get(key) {
+        Some(Value::String(queue)) if !queue.trim().is_empty() => queue.clone(),
+        Some(other) => {
+            errors.push(error(
+                key,
+                format!("must be a non-empty queue name, found {}", kind_of(other)),
+            ));
+            String::new()
+        }
+        None => {
+            errors.push(error(
+                key,
+                "is required: the queue the service listens on".to_owned(),
+            ));
+            String::new()
+        }
+    };
+    let request_queue = queue("request-queue");
+    let response_queue = queue("response-queue");
+    let mut config_params: Vec<ConfigParam> = Vec::new();
+    match config.get("config-params") {
+        None => {}
+        Some(Value::Array(params)) => {
+            for (i, param) in params.iter().enumerate() {
+                let at = format!("config-params[{i}]");
+                let Value::Object(param) = param else {
+                    errors.push(error(
+                        at,
+                        format!(
+                            "must be an object {{\"name\", \"required\"}}, found {}",
+                            kind_of(param)
+                        ),
+                    ));
+                    continue;
+                };
+                for key in param.keys() {
+                    if key != "name" && key != "required" {
+                        errors.push(error(
+                            format!("{at}.{key}"),
+                            "unknown key; expected name, required",
+                        ));
+                    }
+                }
+                let name = match param.get("name") {
+                    Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
+                    _ => {
+                        errors.push(error(format!("{at}.name"), "must be non-empty text"));
+                        continue;
+                    }
+                };
+                if ["type", "name", "description", "service", "arguments"].contains(&name.as_str())
+                {
+                    errors.push(error(
+                        format!("{at}.name"),
+                        format!("'{name}' is a field of the tool itself and cannot be a config parameter"),
+                    ));
+                }
+                let required = match param.get("required") {
+                    None => false,
+                    Some(Value::Bool(required)) => *required,
+                    Some(other) => {
+                        errors.push(error(
+                            format!("{at}.required"),
+                            format!("must be true or false, found {other}"),
+                        ));
+                        false
+                    }
+                };
+                if config_params.iter().any(|p| p.name == name) {
+                    errors.push(error(
+                        format!("{at}.name"),
+                        format!("config parameter '{name}' is declared twice"),
+                    ));
+                }
+                config_params.push(ConfigParam { name, required });
+            }
+        }
+        Some(other) => errors.push(error(
+            "config-params",
+            format!("must be an array, found {}", kind_of(other)),
+        )),
+    }
+    if errors.is_empty() {
+        Ok(ServiceDescriptor {
+            request_queue,
+            response_queue,
+            config_params,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+fn unknown_keys(config: &Map<String, Value>, allowed: &[&str], errors: &mut Vec<ConfigError>) {
+    for key in config.keys() {
+        if !allowed.contains(&key.as_str()) {
+            errors.push(error(
+                key.clone(),
+                format!("unknown config key; expected {}", allowed.join(", ")),
+            ));
+        }
+    }
+}
+
+fn headers(config: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    match config.get("headers") {
+        None => {}
+        Some(Value::Object(headers)) => {
+            for (name, value) in headers {
+                let valid_name = !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                match value {
+                    Value::String(text) if valid_name && !text.chars().any(char::is_control) => {
+                        out.push((name.clone(), text.clone()));
+                    }
+                    _ => errors.push(error(
+                        format!("headers.{name}"),
+                        "must be a header name with a text value without control characters",
+                    )),
+                }
+            }
+        }
+        Some(other) => errors.push(error(
+            "headers",
+            format!(
+                "must be an object of header names to text, found {}",
+                kind_of(other)
+            ),
+        )),
+    }
+    out
+}
+
+fn is_http_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|rest| !rest.is_empty() && !url.chars().any(|c| c.is_control() || c == ' '))
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn source(kind: &str, config: Value) -> Source {
+        serde_json::from_value(json!({"id": "s", "name": "s", "type": kind, "config": config}))
+            .expect("a source")
+    }
+
+    fn fields(source: &Source) -> Vec<String> {
+        check(source).into_iter().map(|e| e.field).collect()
+    }
+
+    #[test]
+    fn empty_config_is_valid_for_every_type() {
+        for kind in ["manual", "openapi", "mcp", "tool-service"] {
+            assert!(check(&source(kind, json!({}))).is_empty(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn openapi_needs_exactly_one_of_spec_and_url() {
+        assert_eq!(fields(&source("openapi", json!({"headers": {}}))), ["spec"]);
+        assert_eq!(
+            fields(&source(
+                "openapi",
+                json!({"spec": {}, "url": "https://x.example/o.json"})
+            )),
+            ["spec"]
+        );
+        assert!(fields(&source("openapi", json!({"spec": "openapi: 3.0.0"}))).is_empty());
+        assert_eq!(
+            fields(&source(
+                "openapi",
+                json!({"url": "ftp://x", "refresh_interval_secs": 1})
+            )),
+            ["refresh_interval_secs", "url"]
+        );
+    }
+
+    #[test]
+    fn mcp_needs_a_url_and_rejects_unknown_keys() {
+        assert_eq!(
+            fields(&source("mcp", json!({"headers": {"A": "b"}}))),
+            ["url"]
+        );
+        assert_eq!(
+            fields(&source("mcp", json!({"url": "http://h/mcp", "spec": {}}))),
+            ["spec"]
+        );
+        assert_eq!(
+            fields(&source(
+                "mcp",
+                json!({"url": "http://h/mcp", "headers": {"A": 1}})
+            )),
+            ["headers.A"]
+        );
+    }
+
+    #[test]
+    fn tool_service_descriptor_follows_seed_001() {
+        let ok = source(
+            "tool-service",
+            json!({"id": "custom-rag", "request-queue": "q1", "response-queue": "q2",
+                   "config-params": [{"name": "collection", "required": true}, {"name": "style"}]}),
+        );
+        let descriptor = service_descriptor(&ok.config).expect("valid");
+        assert_eq!(
+            descriptor.config_params,
+            [
+                ConfigParam {
+                    name: "collection".into(),
+                    required: true
+                },
+                ConfigParam {
+                    name: "style".into(),
+                    required: false
+                }
+            ]
+        );
+        let bad = source(
+            "tool-service",
+            json!({"request-queue": "q1", "queue": "x",
+                   "config-params": [{"name": "a"}, {"name": "a", "required": "yes"}]}),
+        );
+        assert_eq!(
+            fields(&bad),
+            [
+                "queue",
+                "response-queue",
+                "config-params[1].required",
+                "config-params[1].name"
+            ]
+        );
+    }
+}

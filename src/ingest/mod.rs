@@ -1,0 +1,154 @@
+//! Catalog ingestion: reads tool definitions from where they are defined (an OpenAPI document,
+//! an MCP server) and keeps the catalog in step with them.
+//!
+//! [`fetch`] does the I/O and returns [`ImportedTool`]s; [`refresh::apply`] is pure and turns
+//! them into one catalog mutation (create, update, deprecate, restore) that the caller commits
+//! through [`CatalogService::write`](crate::service::CatalogService::write), so that one
+//! refresh is one revision with one audit record. `tool-service` sources are not fetched:
+//! their tools are written by admins and checked by [`crate::domain::validate`].
+
+pub mod mcp;
+pub mod openapi;
+pub mod refresh;
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::domain::model::Source;
+use crate::domain::source_config::{self, ImportConfig, SpecLocation};
+
+/// How long one upstream request may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
+/// The largest upstream body read (a spec, one MCP response).
+pub const MAX_FETCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// One tool as the upstream defines it: everything the importer owns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportedTool {
+    pub operation_id: String,
+    pub name: String,
+    pub description: String,
+    pub method: String,
+    pub path: String,
+    pub tags: Vec<String>,
+    pub input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl ImportedTool {
+    /// BLAKE3 of the definition (hex): equal hashes mean nothing upstream changed.
+    pub fn content_hash(&self) -> String {
+        let json = serde_json::to_vec(self).expect("an imported tool always serialises");
+        blake3::hash(&json).to_hex().to_string()
+    }
+}
+
+/// Why an import did not happen. Nothing is changed in the catalog in any of these cases.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The source cannot be imported as configured (manual type, empty or invalid config): 422.
+    #[error("{0}")]
+    NotImportable(String),
+    /// The upstream could not be reached or answered with an error: 502.
+    #[error("{0}")]
+    Upstream(String),
+    /// The upstream answered, but with something that is not a usable definition: 502.
+    #[error("{0}")]
+    Definition(String),
+}
+
+/// Fetches the current tool definitions of an `openapi` or `mcp` source.
+pub async fn fetch(source: &Source) -> Result<Vec<ImportedTool>, IngestError> {
+    let config = source_config::import_config(source).map_err(|errors| {
+        IngestError::NotImportable(
+            errors
+                .iter()
+                .map(|e| {
+                    if e.field.is_empty() {
+                        e.message.clone()
+                    } else {
+                        format!("config.{}: {}", e.field, e.message)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+    })?;
+    match config {
+        ImportConfig::OpenApi { spec, headers } => {
+            match spec {
+                // An inline document is the admin's own input: its faults are 422, not 502.
+                SpecLocation::Inline(document) => {
+                    let document = match document {
+                        Value::String(text) => openapi::parse_document(&text),
+                        document => Ok(document),
+                    };
+                    document
+                        .and_then(|document| openapi::tools_from_document(&document))
+                        .map_err(|error| {
+                            IngestError::NotImportable(format!("config.spec: {error}"))
+                        })
+                }
+                SpecLocation::Url(url) => {
+                    let body = get_text(&url, &headers).await?;
+                    openapi::tools_from_document(&openapi::parse_document(&body)?)
+                }
+            }
+        }
+        ImportConfig::Mcp { url, headers } => mcp::list_tools(&source.name, &url, &headers).await,
+    }
+}
+
+/// The HTTP client of all importers: rustls, bounded time, no redirects to other schemes.
+pub(crate) fn client() -> Result<reqwest::Client, IngestError> {
+    reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(Duration::from_secs(5))
+        .redirect(reqwest::redirect::Policy::limited(5))
+        .build()
+        .map_err(|error| IngestError::Upstream(format!("cannot build an HTTP client: {error}")))
+}
+
+/// Reads a response body up to [`MAX_FETCH_BYTES`].
+pub(crate) async fn read_body(
+    mut response: reqwest::Response,
+    url: &str,
+) -> Result<Vec<u8>, IngestError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| IngestError::Upstream(format!("reading {url} failed: {error}")))?
+    {
+        if body.len() + chunk.len() > MAX_FETCH_BYTES {
+            return Err(IngestError::Definition(format!(
+                "{url} answered with more than {MAX_FETCH_BYTES} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+async fn get_text(url: &str, headers: &[(String, String)]) -> Result<String, IngestError> {
+    let mut request = client()?.get(url);
+    for (name, value) in headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|error| IngestError::Upstream(format!("fetching {url} failed: {error}")))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(IngestError::Upstream(format!(
+            "fetching {url} failed: the server answered {status}"
+        )));
+    }
+    let body = read_body(response, url).await?;
+    String::from_utf8(body)
+        .map_err(|_| IngestError::Definition(format!("the document at {url} is not UTF-8 text")))
+}

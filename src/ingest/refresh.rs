@@ -1,0 +1,308 @@
+//! Applies one import to the catalog: the pure half of a refresh.
+//!
+//! Tools are matched by id (`{source_id}:{operation_id}`) and compared by content hash
+//! ([`ImportedTool::content_hash`]):
+//! - new upstream → created, enabled;
+//! - changed upstream → updated (method, path, tags, schemas, and `name`/`description` unless
+//!   an admin overrode them);
+//! - gone upstream → marked `deprecated` (hidden from agents, still referable by groups);
+//! - back upstream → `deprecated` cleared (restored).
+//!
+//! Admin-set fields are never touched: `enabled`, `label_ids`, states, version, and a `name` or
+//! `description` that differs from [`Imported`]'s record of what the import last set. Tools of
+//! the source without such a record were written by hand and are left alone, except that one
+//! whose id an import now produces is adopted (its name and description are kept).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::ImportedTool;
+use crate::domain::model::{Catalog, Imported, Tool};
+use crate::domain::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
+
+/// What a refresh did: the body of `POST /admin/sources/{id}/refresh` and the `after` of its
+/// audit record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct RefreshSummary {
+    pub source_id: String,
+    /// How many tools the upstream defines now.
+    pub imported: usize,
+    pub created: usize,
+    pub updated: usize,
+    pub deprecated: usize,
+    pub restored: usize,
+    pub unchanged: usize,
+}
+
+impl RefreshSummary {
+    /// Whether the refresh changes the catalog.
+    pub fn changed(&self) -> bool {
+        self.created + self.updated + self.deprecated + self.restored > 0
+    }
+}
+
+/// Who and when, for the stamps of the tools a refresh writes.
+#[derive(Debug, Clone)]
+pub struct Stamp {
+    pub at: DateTime<Utc>,
+    pub by: String,
+}
+
+/// Brings the tools of `source_id` in `catalog` in line with `imported`.
+///
+/// Errors (as text) when an imported id is taken by a tool of another source.
+pub fn apply(
+    catalog: &mut Catalog,
+    source_id: &str,
+    imported: &[ImportedTool],
+    stamp: &Stamp,
+) -> Result<RefreshSummary, String> {
+    let mut summary = RefreshSummary {
+        source_id: source_id.to_owned(),
+        imported: imported.len(),
+        ..RefreshSummary::default()
+    };
+    let mut present = std::collections::HashSet::new();
+    for upstream in imported {
+        let upstream = bounded(upstream);
+        let id = Tool::default_id(source_id, &upstream.operation_id);
+        present.insert(id.clone());
+        let hash = upstream.content_hash();
+        let record = Imported {
+            content_hash: hash.clone(),
+            name: upstream.name.clone(),
+            description: upstream.description.clone(),
+        };
+        let Some(tool) = catalog.tools.iter_mut().find(|t| t.id == id) else {
+            catalog
+                .tools
+                .push(new_tool(&id, source_id, &upstream, record, stamp));
+            summary.created += 1;
+            continue;
+        };
+        if tool.source_id != source_id {
+            return Err(format!(
+                "the import defines tool '{id}', but that id belongs to a tool of source '{}'",
+                tool.source_id
+            ));
+        }
+        let restored = tool.deprecated;
+        let changed = tool.imported.as_ref().map(|i| &i.content_hash) != Some(&hash);
+        if !restored && !changed {
+            summary.unchanged += 1;
+            continue;
+        }
+        if changed {
+            let (overridden_name, overridden_description) = match &tool.imported {
+                Some(previous) => (
+                    tool.name != previous.name,
+                    tool.description != previous.description,
+                ),
+                // Adopting a hand-written tool: what the admin wrote stays.
+                None => (true, true),
+            };
+            if !overridden_name {
+                tool.name = upstream.name.clone();
+            }
+            if !overridden_description {
+                tool.description = upstream.description.clone();
+            }
+            tool.method = Some(upstream.method.clone());
+            tool.path = Some(upstream.path.clone());
+            tool.tags = upstream.tags.clone();
+            tool.input_schema = upstream.input_schema.clone();
+            tool.output_schema = upstream.output_schema.clone();
+            tool.imported = Some(record);
+        }
+        tool.deprecated = false;
+        tool.updated_at = Some(stamp.at);
+        tool.updated_by = Some(stamp.by.clone());
+        if restored {
+            summary.restored += 1;
+        } else {
+            summary.updated += 1;
+        }
+    }
+    for tool in &mut catalog.tools {
+        if tool.source_id == source_id
+            && tool.imported.is_some()
+            && !tool.deprecated
+            && !present.contains(&tool.id)
+        {
+            tool.deprecated = true;
+            tool.updated_at = Some(stamp.at);
+            tool.updated_by = Some(stamp.by.clone());
+            summary.deprecated += 1;
+        }
+    }
+    Ok(summary)
+}
+
+/// Upstream names and descriptions cut to what the catalog accepts.
+fn bounded(tool: &ImportedTool) -> ImportedTool {
+    let cut = |text: &str, max: usize| text.chars().take(max).collect::<String>();
+    ImportedTool {
+        name: cut(&tool.name, MAX_NAME_CHARS),
+        description: cut(&tool.description, MAX_DESCRIPTION_CHARS),
+        ..tool.clone()
+    }
+}
+
+fn new_tool(
+    id: &str,
+    source_id: &str,
+    upstream: &ImportedTool,
+    record: Imported,
+    stamp: &Stamp,
+) -> Tool {
+    Tool {
+        id: id.to_owned(),
+        source_id: source_id.to_owned(),
+        operation_id: upstream.operation_id.clone(),
+        name: upstream.name.clone(),
+        description: upstream.description.clone(),
+        method: Some(upstream.method.clone()),
+        path: Some(upstream.path.clone()),
+        tags: upstream.tags.clone(),
+        label_ids: Vec::new(),
+        input_schema: upstream.input_schema.clone(),
+        output_schema: upstream.output_schema.clone(),
+        enabled: true,
+        deprecated: false,
+        available_in_states: None,
+        next_state: None,
+        version: None,
+        disabled_reason: None,
+        service_config: Default::default(),
+        arguments: Vec::new(),
+        imported: Some(record),
+        created_at: Some(stamp.at),
+        updated_at: Some(stamp.at),
+        created_by: Some(stamp.by.clone()),
+        updated_by: Some(stamp.by.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn upstream(op: &str, description: &str) -> ImportedTool {
+        ImportedTool {
+            operation_id: op.to_owned(),
+            name: op.to_owned(),
+            description: description.to_owned(),
+            method: "GET".to_owned(),
+            path: format!("/{op}"),
+            tags: vec![],
+            input_schema: json!({"type": "object", "properties": {}}),
+            output_schema: None,
+        }
+    }
+
+    fn stamp() -> Stamp {
+        Stamp {
+            at: Utc::now(),
+            by: "admin".to_owned(),
+        }
+    }
+
+    fn catalog() -> Catalog {
+        serde_json::from_value(json!({"sources": [{"id": "s", "name": "s", "type": "openapi"}]}))
+            .expect("catalog")
+    }
+
+    fn counts(s: &RefreshSummary) -> [usize; 5] {
+        [s.created, s.updated, s.deprecated, s.restored, s.unchanged]
+    }
+
+    #[test]
+    fn create_update_deprecate_restore() {
+        let mut c = catalog();
+        let s = apply(
+            &mut c,
+            "s",
+            &[upstream("a", "A"), upstream("b", "B")],
+            &stamp(),
+        )
+        .unwrap();
+        assert_eq!(counts(&s), [2, 0, 0, 0, 0]);
+        let s = apply(&mut c, "s", &[upstream("a", "A2")], &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 1, 1, 0, 0]);
+        assert!(c.tools.iter().find(|t| t.id == "s:b").unwrap().deprecated);
+        let s = apply(
+            &mut c,
+            "s",
+            &[upstream("a", "A2"), upstream("b", "B")],
+            &stamp(),
+        )
+        .unwrap();
+        assert_eq!(counts(&s), [0, 0, 0, 1, 1]);
+        assert!(!s.changed() || s.restored == 1);
+        let s = apply(
+            &mut c,
+            "s",
+            &[upstream("a", "A2"), upstream("b", "B")],
+            &stamp(),
+        )
+        .unwrap();
+        assert!(!s.changed());
+    }
+
+    #[test]
+    fn admin_overrides_and_flags_survive() {
+        let mut c = catalog();
+        apply(
+            &mut c,
+            "s",
+            &[upstream("a", "A"), upstream("b", "B")],
+            &stamp(),
+        )
+        .unwrap();
+        for tool in &mut c.tools {
+            tool.enabled = false;
+            tool.label_ids = vec!["l".into()];
+            if tool.id == "s:a" {
+                tool.name = "Admin name".into();
+            }
+        }
+        apply(
+            &mut c,
+            "s",
+            &[upstream("a", "A new"), upstream("b", "B new")],
+            &stamp(),
+        )
+        .unwrap();
+        let a = c.tools.iter().find(|t| t.id == "s:a").unwrap();
+        assert_eq!(
+            (a.name.as_str(), a.description.as_str()),
+            ("Admin name", "A new")
+        );
+        assert!(!a.enabled);
+        assert_eq!(a.label_ids, ["l"]);
+        let b = c.tools.iter().find(|t| t.id == "s:b").unwrap();
+        assert_eq!(b.description, "B new");
+    }
+
+    #[test]
+    fn hand_written_tools_are_left_alone() {
+        let mut c = catalog();
+        c.tools.push(
+            serde_json::from_value(
+                json!({"source_id": "s", "operation_id": "manual", "name": "m", "id": "s:manual"}),
+            )
+            .unwrap(),
+        );
+        let s = apply(&mut c, "s", &[upstream("a", "A")], &stamp()).unwrap();
+        assert_eq!(counts(&s), [1, 0, 0, 0, 0]);
+        assert!(
+            !c.tools
+                .iter()
+                .find(|t| t.id == "s:manual")
+                .unwrap()
+                .deprecated
+        );
+    }
+}

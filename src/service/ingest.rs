@@ -1,0 +1,102 @@
+//! Refreshing a source: fetch its definitions (outside any lock), then apply them in one catalog
+//! write, so that one refresh is one revision and one audit record, and a failed fetch changes
+//! nothing.
+
+use chrono::Utc;
+
+use super::{Actor, AuditNote, CatalogService, Mutation, WriteError};
+use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
+use crate::ingest::refresh::{self, RefreshSummary, Stamp};
+use crate::ingest::{self, ImportedTool, IngestError};
+use crate::store::EntityKind;
+
+/// Why a refresh did not happen; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("source '{0}' does not exist")]
+    NotFound(String),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// Re-imports source `id` and commits the result: the summary and the revision (unchanged when
+/// nothing changed upstream: no revision, no audit record).
+///
+/// A `tool-service` source has nothing to fetch (its tools are written by admins and checked on
+/// every write): its refresh reports its tools as unchanged.
+pub async fn refresh_source(
+    catalog: &CatalogService,
+    actor: &Actor,
+    id: &str,
+) -> Result<(RefreshSummary, u64), RefreshError> {
+    let snapshot = catalog.snapshot();
+    let source = snapshot
+        .catalog()
+        .sources
+        .iter()
+        .find(|s| s.id == id)
+        .cloned()
+        .ok_or_else(|| RefreshError::NotFound(id.to_owned()))?;
+    if source.source_type == SOURCE_TOOL_SERVICE {
+        let count = snapshot
+            .catalog()
+            .tools
+            .iter()
+            .filter(|t| t.source_id == id)
+            .count();
+        let summary = RefreshSummary {
+            source_id: id.to_owned(),
+            imported: count,
+            unchanged: count,
+            ..RefreshSummary::default()
+        };
+        return Ok((summary, snapshot.revision()));
+    }
+    let tools = ingest::fetch(&source).await?;
+    let stamp = Stamp {
+        at: Utc::now(),
+        by: actor.subject.clone(),
+    };
+    let result = catalog
+        .write(actor, None, |current| {
+            if !current.sources.iter().any(|s| s.id == id) {
+                return Err(WriteError::NotFound {
+                    kind: "source",
+                    id: id.to_owned(),
+                });
+            }
+            let (summary, notes) = apply_import(current, id, &tools, &stamp)?;
+            Ok(Mutation {
+                notes,
+                value: summary,
+            })
+        })
+        .await?;
+    Ok(result)
+}
+
+/// Applies an import to `catalog` and returns its summary with the audit note of the refresh
+/// (none when nothing changed).
+pub fn apply_import(
+    catalog: &mut Catalog,
+    source_id: &str,
+    tools: &[ImportedTool],
+    stamp: &Stamp,
+) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
+    let summary = refresh::apply(catalog, source_id, tools, stamp)
+        .map_err(|message| WriteError::Conflict(message, Vec::new()))?;
+    let notes = if summary.changed() {
+        vec![AuditNote {
+            action: "refresh",
+            entity: EntityKind::Sources,
+            id: source_id.to_owned(),
+            before: None,
+            after: serde_json::to_value(&summary).ok(),
+        }]
+    } else {
+        Vec::new()
+    };
+    Ok((summary, notes))
+}

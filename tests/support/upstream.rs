@@ -1,0 +1,132 @@
+//! Upstreams for the ingestion tests: a tiny HTTP server that serves one OpenAPI document (which
+//! a test can swap or break), and a real MCP server (the official Python SDK) on a free port.
+
+use std::net::TcpListener as StdListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn read_fixture(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).expect("fixture")
+}
+
+/// Serves `GET /spec` with the current document, or 500 when it is `None`.
+pub struct SpecServer {
+    pub url: String,
+    document: Arc<Mutex<Option<String>>>,
+}
+
+impl SpecServer {
+    pub async fn start(document: &str) -> SpecServer {
+        let shared = Arc::new(Mutex::new(Some(document.to_owned())));
+        let app = Router::new()
+            .route(
+                "/spec",
+                get(|State(doc): State<Arc<Mutex<Option<String>>>>| async move {
+                    match doc.lock().expect("lock").clone() {
+                        Some(text) => (StatusCode::OK, text),
+                        None => (StatusCode::INTERNAL_SERVER_ERROR, "down".to_owned()),
+                    }
+                }),
+            )
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        SpecServer {
+            url: format!("http://{addr}/spec"),
+            document: shared,
+        }
+    }
+
+    pub fn set(&self, document: Option<&str>) {
+        *self.document.lock().expect("lock") = document.map(str::to_owned);
+    }
+}
+
+/// A FastMCP server (`tests/fixtures/mcp_server.py`) run with the venv `scripts/test.sh` makes.
+pub struct McpServer {
+    pub url: String,
+    tools_file: tempfile::NamedTempFile,
+    child: Child,
+}
+
+/// The Python of the venv `scripts/test.sh` creates (`MCP_PYTHON` overrides it).
+pub fn mcp_python() -> PathBuf {
+    std::env::var_os("MCP_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-mcp/bin/python"),
+        PathBuf::from,
+    )
+}
+
+impl McpServer {
+    /// Starts the server offering `tools`; `env` adds settings (`MCP_JSON_RESPONSE`, `MCP_TOKEN`).
+    pub fn start(tools: &[&str], env: &[(&str, &str)]) -> McpServer {
+        let python = mcp_python();
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/test.sh once (it creates .venv-mcp with the MCP SDK)",
+            python.display()
+        );
+        let tools_file = tempfile::NamedTempFile::new().expect("temp file");
+        let port = StdListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let mut command = Command::new(python);
+        command
+            .arg(fixture("mcp_server.py"))
+            .arg(port.to_string())
+            .arg(tools_file.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let server = McpServer {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            tools_file,
+            child: command.spawn().expect("start the MCP server"),
+        };
+        server.offer(tools);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the MCP server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    /// Changes the tools the server offers (re-read on every tools/list).
+    pub fn offer(&self, tools: &[&str]) {
+        std::fs::write(
+            self.tools_file.path(),
+            serde_json::to_vec(tools).expect("json"),
+        )
+        .expect("write the tools file");
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
