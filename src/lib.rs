@@ -5,6 +5,8 @@
 
 /// JWT verification (HMAC secret and JWKS keys), the admin rule, dev-token minting.
 pub mod auth;
+/// The change bus: committed writes announced to every instance.
+pub mod bus;
 /// In-process cache of rendered manifests.
 pub mod cache;
 /// Reading catalog documents from JSON or YAML files, with line, column and field path on error.
@@ -25,5 +27,7 @@ pub mod server;
 pub mod service;
 /// The catalog store port and its adapters (embedded on-disk store, MongoDB).
 pub mod store;
+/// Live manifest streams: subscriptions grouped by manifest, change fan-out, SSE framing.
+pub mod stream;
 /// Logging set-up (`tracing` to stderr, text or JSON); the place for OpenTelemetry.
 pub mod telemetry;

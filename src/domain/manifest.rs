@@ -1,5 +1,5 @@
 //! The manifest an agent receives (SEMANTICS.md section 6): its entries, its options, its etag
-//! and its JSON body.
+//! and its JSON body. What changes between two manifests is in `manifest_diff.rs`.
 //!
 //! Serving a manifest must cost little more than copying bytes, so each tool's entry is
 //! serialised at most once per snapshot ([`ToolEntry`], on first use); a manifest only appends
@@ -104,6 +104,11 @@ impl ToolEntry {
         &self.json_prefix
     }
 
+    /// Hash of the entry's content and visibility flags: equal hashes, equal entries.
+    pub(super) fn content_hash(&self) -> &[u8; 16] {
+        &self.content_hash
+    }
+
     /// Approximate heap bytes held, for memory reports.
     pub fn heap_size(&self) -> usize {
         self.json_prefix.len()
@@ -168,6 +173,11 @@ impl<'s> Manifest<'s> {
                 .map(|&g| self.snapshot.groups[g as usize].id.as_str())
                 .collect(),
         )
+    }
+
+    /// The id of the tool behind `entry`.
+    pub(super) fn tool_id(&self, entry: &Entry) -> &'s str {
+        self.snapshot.tools[entry.tool as usize].id.as_str()
     }
 
     fn entry(&self, tool_id: &str) -> Option<&Entry> {
@@ -280,7 +290,7 @@ impl<'s> Manifest<'s> {
     }
 }
 
-fn write_json_string(text: &str, out: &mut Vec<u8>) {
+pub(super) fn write_json_string(text: &str, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, text).expect("writing to a Vec cannot fail");
 }
 

@@ -9,6 +9,7 @@ mod decide;
 pub mod explain;
 pub mod fingerprint;
 pub mod manifest;
+pub mod manifest_diff;
 pub mod model;
 pub mod pattern;
 pub mod snapshot;

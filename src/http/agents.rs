@@ -15,6 +15,7 @@ use super::AppState;
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use crate::cache::{CacheKey, RenderedManifest};
+use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
@@ -104,14 +105,24 @@ pub fn rendered_manifest(
     agent: &Agent,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
+    render_for(state, snapshot, &agent.claims, options)
+}
+
+/// [`rendered_manifest`] for claims without a token (streams keep their claims, not the token).
+pub fn render_for(
+    state: &AppState,
+    snapshot: &Snapshot,
+    claims: &Claims,
+    options: ManifestOptions,
+) -> Arc<RenderedManifest> {
     let key = CacheKey {
-        fingerprint: Fingerprint::of(&agent.claims),
+        fingerprint: Fingerprint::of(claims),
         options,
     };
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
         return hit;
     }
-    let manifest = snapshot.manifest(&agent.claims, &key.options);
+    let manifest = snapshot.manifest(claims, &key.options);
     let rendered = Arc::new(RenderedManifest {
         body: manifest.to_json().into(),
         etag: manifest.etag().to_owned(),

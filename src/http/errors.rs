@@ -32,6 +32,11 @@ pub enum ApiError {
     /// An upstream the gateway fetched from (an OpenAPI URL, an MCP server) failed or answered
     /// with something unusable: 502, with the cause.
     BadGateway(String),
+    /// A limit on concurrent use was reached: 429 with `Retry-After` (seconds).
+    TooManyRequests {
+        detail: String,
+        retry_after_secs: u64,
+    },
     /// A backing store cannot be reached: 503.
     Unavailable(String),
     /// A bug; the message is logged, never sent.
@@ -86,6 +91,11 @@ impl ApiError {
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
             ApiError::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad-gateway", "Upstream failed"),
+            ApiError::TooManyRequests { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                "Too many requests",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -105,7 +115,8 @@ impl ApiError {
             | ApiError::NotFound(detail)
             | ApiError::Forbidden(detail)
             | ApiError::BadGateway(detail)
-            | ApiError::Unavailable(detail) => detail.clone(),
+            | ApiError::Unavailable(detail)
+            | ApiError::TooManyRequests { detail, .. } => detail.clone(),
             ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
                 errors
                     .iter()
@@ -159,6 +170,14 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let ApiError::TooManyRequests {
+            retry_after_secs, ..
+        } = &self
+        {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
         if let ApiError::Unauthorized(error) = &self {
             let challenge = match error {
                 AuthError::Missing => "Bearer".to_owned(),

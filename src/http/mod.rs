@@ -11,6 +11,7 @@ pub mod errors;
 pub mod extract;
 pub mod openapi;
 mod ops;
+pub mod stream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,7 @@ use tower_http::trace::TraceLayer;
 use crate::auth::{AdminRule, Verifier};
 use crate::cache::ManifestCache;
 use crate::service::CatalogService;
+use crate::stream::StreamHub;
 
 /// Everything a handler may use. Cheap to clone (all `Arc`s).
 #[derive(Clone)]
@@ -39,12 +41,16 @@ pub struct AppState {
     pub admin_rule: Arc<AdminRule>,
     /// Largest accepted request body, bytes.
     pub body_limit: usize,
+    /// Open manifest streams.
+    pub hub: Arc<StreamHub>,
+    /// Interval of the streams' keep-alive comments.
+    pub sse_ping: Duration,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The whole application: routes plus request ids, tracing, timeouts, compression and panic
-/// containment.
+/// containment. Streams are mounted outside the request timeout, which would cut them.
 pub fn router(state: AppState, request_timeout: Duration) -> Router {
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
@@ -64,6 +70,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         );
     Router::new()
         .merge(api)
+        .merge(stream::routes())
         .merge(ops::routes())
         .fallback(ops::not_found)
         .with_state(state)

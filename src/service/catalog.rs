@@ -15,10 +15,11 @@ use chrono::Utc;
 use tokio::sync::{Mutex, watch};
 
 use super::diff::changes_between;
+use crate::bus::{CatalogChange, ChangeBus, LocalBus};
 use crate::domain::model::Catalog;
 use crate::domain::snapshot::{CompileError, Snapshot};
 use crate::domain::validate::{ErrorKind, FieldError, validate};
-use crate::store::{AuditRecord, CatalogStore, Commit, EntityKind, StoreError};
+use crate::store::{AuditRecord, CatalogStore, Change, Commit, EntityKind, StoreError};
 
 /// How many times a write is recomputed after losing a race before giving up with 409.
 const MAX_WRITE_ATTEMPTS: usize = 8;
@@ -110,6 +111,8 @@ impl WriteError {
 pub struct CatalogService {
     store: Arc<dyn CatalogStore>,
     published: Arc<Published>,
+    /// Where committed writes are announced to other instances.
+    bus: Arc<dyn ChangeBus>,
     /// Serialises this instance's writers; other instances are handled by the store's
     /// compare-and-set.
     write_lock: Mutex<()>,
@@ -140,12 +143,22 @@ pub enum OpenError {
 }
 
 impl CatalogService {
-    /// Loads the stored catalog and compiles it.
+    /// Loads the stored catalog and compiles it; writes are announced on a [`LocalBus`].
     pub async fn open(store: Arc<dyn CatalogStore>) -> Result<CatalogService, OpenError> {
+        CatalogService::open_with_bus(store, None).await
+    }
+
+    /// Like [`CatalogService::open`], announcing writes on `bus` (a local one when `None`).
+    pub async fn open_with_bus(
+        store: Arc<dyn CatalogStore>,
+        bus: Option<Arc<dyn ChangeBus>>,
+    ) -> Result<CatalogService, OpenError> {
         let snapshot = load_snapshot(store.as_ref()).await?;
         let (revisions, _) = watch::channel(snapshot.revision());
+        let bus = bus.unwrap_or_else(|| Arc::new(LocalBus::new(snapshot.revision())));
         Ok(CatalogService {
             store,
+            bus,
             published: Arc::new(Published {
                 current: ArcSwap::from_pointee(snapshot),
                 revisions,
@@ -166,6 +179,11 @@ impl CatalogService {
 
     pub fn store(&self) -> &Arc<dyn CatalogStore> {
         &self.store
+    }
+
+    /// The bus this service announces its writes on.
+    pub fn bus(&self) -> &Arc<dyn ChangeBus> {
+        &self.bus
     }
 
     /// Reloads from the store if it is ahead of the current snapshot (another instance wrote).
@@ -240,6 +258,7 @@ impl CatalogService {
                     request_id: actor.request_id.clone(),
                 })
                 .collect();
+            let announcement = announcement(revision, &changes);
             let commit = Commit {
                 expected_revision: base.revision(),
                 changes,
@@ -249,10 +268,12 @@ impl CatalogService {
             // request dropped mid-write (timeout, disconnect) must not leave the store ahead of
             // the snapshot readers see.
             let (store, published) = (Arc::clone(&self.store), Arc::clone(&self.published));
+            let bus = Arc::clone(&self.bus);
             let committed = tokio::spawn(async move {
                 let result = store.commit(commit).await;
                 if result.is_ok() {
                     published.publish(*snapshot);
+                    bus.publish(announcement);
                 }
                 result
             })
@@ -314,6 +335,26 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
         }])
     })?;
     Ok(Prepared::Ready(Box::new(snapshot), changes))
+}
+
+/// What the bus says about a commit: its revision, the kinds and the ids it touched.
+fn announcement(revision: u64, changes: &[Change]) -> CatalogChange {
+    let mut change = CatalogChange {
+        revision,
+        ..CatalogChange::default()
+    };
+    for item in changes {
+        let (kind, id) = match item {
+            Change::Put(entity) => (entity.kind(), Some(entity.id().to_owned())),
+            Change::Delete { kind, id } => (*kind, Some(id.clone())),
+            Change::ReplaceAll(_) => (EntityKind::Catalog, None),
+        };
+        if !change.kinds.contains(&kind) {
+            change.kinds.push(kind);
+        }
+        change.ids.extend(id);
+    }
+    change
 }
 
 async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> {

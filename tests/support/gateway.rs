@@ -43,6 +43,17 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Asserts the status, showing the body when it is another; returns the reply.
+    pub fn expect(self, status: StatusCode) -> Reply {
+        assert_eq!(
+            self.status,
+            status,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        self
+    }
+
     /// Asserts a problem-JSON error with this status and returns the body.
     pub fn problem(&self, status: u16) -> Value {
         assert_eq!(
@@ -77,6 +88,9 @@ pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
         body_limit: 1024 * 1024,
         request_timeout: Duration::from_secs(30),
         cache_capacity: 1000,
+        sse_ping: Duration::from_secs(15),
+        max_streams_per_subject: 16,
+        sse_buffer: toolgate::server::SSE_BUFFER,
     }
 }
 
@@ -113,6 +127,11 @@ impl Gateway {
             running: Some(running),
             _dir: None,
         }
+    }
+
+    /// The running server's state (the stream hub, the catalog service).
+    pub fn state(&self) -> &toolgate::http::AppState {
+        &self.running.as_ref().expect("the gateway is running").state
     }
 
     pub fn data_dir(&self) -> Option<PathBuf> {
@@ -189,13 +208,8 @@ impl Gateway {
                 "/admin/catalog",
                 Some(serde_json::to_value(catalog).expect("json")),
             )
-            .await;
-        assert_eq!(
-            reply.status,
-            StatusCode::OK,
-            "{}",
-            String::from_utf8_lossy(&reply.body)
-        );
+            .await
+            .expect(StatusCode::OK);
         reply.json()["revision"].as_u64().expect("revision")
     }
 

@@ -6,4 +6,5 @@ pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
 pub mod process;
+pub mod sse;
 pub mod upstream;

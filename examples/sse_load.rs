@@ -1,0 +1,268 @@
+//! Load client of `scripts/bench/sse.sh`: opens many SSE subscriptions to a running gateway,
+//! measures the server's memory per idle subscriber, makes one admin change that alters every
+//! subscriber's manifest, and reports how fast the `tools_changed` event reached them.
+//!
+//!   sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id>
+//!
+//! Lean on purpose: raw HTTP/1.1 over `TcpStream`, one small task per subscription, so the
+//! client's own cost does not hide the server's. Latency is measured per subscriber from the
+//! admin write's response (and, more conservatively, from just before the write was sent) to
+//! the arrival of the bytes `event: tools_changed` on its socket.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{Semaphore, mpsc};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 7 {
+        bail!(
+            "usage: sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id>"
+        );
+    }
+    let base = args[1].trim_end_matches('/').to_owned();
+    let secret = &args[2];
+    let pid: u32 = args[3].parse().context("server pid")?;
+    let subscribers: usize = args[4].parse().context("subscribers")?;
+    let claim_sets: usize = args[5].parse().context("claim sets")?;
+    let tool_id = &args[6];
+    let addr = base.trim_start_matches("http://").to_owned();
+
+    let tokens: Vec<String> = (0..claim_sets)
+        .map(|set| {
+            mint(
+                secret,
+                json!({"sub": format!("bench-{set}"), "roles": ["agent"], "team": set}),
+            )
+        })
+        .collect::<anyhow::Result<_>>()?;
+
+    let rss_before = rss_kib(pid)?;
+    let (connected_tx, mut connected_rx) = mpsc::unbounded_channel::<()>();
+    let (arrived_tx, mut arrived_rx) = mpsc::unbounded_channel::<Instant>();
+    // Bounded connect concurrency: the listen backlog is finite.
+    let opening = Arc::new(Semaphore::new(256));
+    let started = Instant::now();
+    for i in 0..subscribers {
+        let request = format!(
+            "GET /agents/tools/stream HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
+            tokens[i % claim_sets]
+        );
+        let (addr, opening) = (addr.clone(), Arc::clone(&opening));
+        let (connected, arrived) = (connected_tx.clone(), arrived_tx.clone());
+        tokio::spawn(async move {
+            if let Err(error) = subscriber(&addr, request, opening, connected, arrived).await {
+                eprintln!("subscriber {i}: {error:#}");
+            }
+        });
+    }
+    drop((connected_tx, arrived_tx));
+    for n in 0..subscribers {
+        tokio::time::timeout(Duration::from_secs(120), connected_rx.recv())
+            .await
+            .with_context(|| {
+                format!("only {n} of {subscribers} subscribers got their first event")
+            })?
+            .context("subscribers failed")?;
+    }
+    let connect_time = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await; // let allocators settle
+    let rss_idle = rss_kib(pid)?;
+
+    let client = reqwest::Client::builder().no_proxy().build()?;
+    let admin = mint(secret, json!({"sub": "bench-admin", "roles": ["admin"]}))?;
+    let sent = Instant::now();
+    let reply = client
+        .patch(format!("{base}/admin/tools/{tool_id}"))
+        .bearer_auth(&admin)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(
+            &json!({"description": format!("changed at {:?}", std::time::SystemTime::now())}),
+        )?)
+        .send()
+        .await?;
+    let answered = Instant::now();
+    if !reply.status().is_success() {
+        bail!(
+            "the admin write failed: {} {}",
+            reply.status(),
+            reply.text().await?
+        );
+    }
+    let mut arrivals = Vec::with_capacity(subscribers);
+    while arrivals.len() < subscribers {
+        match tokio::time::timeout(Duration::from_secs(30), arrived_rx.recv()).await {
+            Ok(Some(at)) => arrivals.push(at),
+            _ => break,
+        }
+    }
+    arrivals.sort_unstable();
+    let from_sent: Vec<f64> = arrivals
+        .iter()
+        .map(|at| ms(at.duration_since(sent)))
+        .collect();
+    let from_answer: Vec<f64> = arrivals
+        .iter()
+        .map(|at| ms(at.saturating_duration_since(answered)))
+        .collect();
+
+    println!(
+        "subscribers: {subscribers} over {claim_sets} claim sets, all connected in {:.1} s",
+        connect_time.as_secs_f64()
+    );
+    println!(
+        "server RSS: {:.1} MiB before, {:.1} MiB with all idle subscribers: {:.2} KiB per subscriber",
+        rss_before as f64 / 1024.0,
+        rss_idle as f64 / 1024.0,
+        (rss_idle.saturating_sub(rss_before)) as f64 / subscribers as f64
+    );
+    println!(
+        "admin write answered in {:.2} ms",
+        ms(answered.duration_since(sent))
+    );
+    println!(
+        "tools_changed received by {} of {subscribers}",
+        arrivals.len()
+    );
+    for (label, series) in [
+        ("from the write's response", &from_answer),
+        ("from sending the write", &from_sent),
+    ] {
+        println!(
+            "latency {label}: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms; 1,000th subscriber at {:.1} ms, last at {:.1} ms",
+            percentile(series, 0.50),
+            percentile(series, 0.90),
+            percentile(series, 0.99),
+            series.last().copied().unwrap_or(f64::NAN),
+            series.get(999).copied().unwrap_or(f64::NAN),
+            series.last().copied().unwrap_or(f64::NAN),
+        );
+    }
+    if arrivals.len() < subscribers {
+        bail!(
+            "{} subscribers never received the change",
+            subscribers - arrivals.len()
+        );
+    }
+    Ok(())
+}
+
+/// One subscription: first event → `connected`; `tools_changed` arrival time → `arrived`.
+async fn subscriber(
+    addr: &str,
+    request: String,
+    opening: Arc<Semaphore>,
+    connected: mpsc::UnboundedSender<()>,
+    arrived: mpsc::UnboundedSender<Instant>,
+) -> anyhow::Result<()> {
+    let permit = opening.acquire().await?;
+    let mut socket = TcpStream::connect(addr).await?;
+    socket.set_nodelay(true)?;
+    socket.write_all(request.as_bytes()).await?;
+    let mut window: Vec<u8> = Vec::with_capacity(8192);
+    let mut chunk = vec![0u8; 8192];
+    wait_for(
+        &mut socket,
+        &mut window,
+        &mut chunk,
+        b"event: tools\n",
+        b"\n\n",
+    )
+    .await?;
+    drop(permit);
+    let _ = connected.send(());
+    wait_for(
+        &mut socket,
+        &mut window,
+        &mut chunk,
+        b"event: tools_changed",
+        b"",
+    )
+    .await?;
+    let _ = arrived.send(Instant::now());
+    // Stay connected until the process ends, so nobody's disconnect disturbs the measurement.
+    loop {
+        if socket.read(&mut chunk).await? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads until `needle` (then `then`, when not empty) has been seen, keeping only a small tail.
+async fn wait_for(
+    socket: &mut TcpStream,
+    window: &mut Vec<u8>,
+    chunk: &mut [u8],
+    needle: &[u8],
+    then: &[u8],
+) -> anyhow::Result<()> {
+    let mut found_at = None;
+    loop {
+        if found_at.is_none() {
+            found_at = find(window, needle).map(|at| at + needle.len());
+        }
+        if let Some(at) = found_at {
+            if then.is_empty() || find(&window[at..], then).is_some() {
+                window.clear();
+                return Ok(());
+            }
+        } else if window.len() > 64 {
+            window.drain(..window.len() - 64);
+        }
+        let n = socket.read(chunk).await?;
+        if n == 0 {
+            bail!(
+                "the server closed the stream: {}",
+                String::from_utf8_lossy(window)
+            );
+        }
+        window.extend_from_slice(&chunk[..n]);
+        if let Some(at) = found_at
+            && window.len() > at + 64
+        {
+            window.drain(at..window.len() - 64);
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn mint(secret: &str, claims: Value) -> anyhow::Result<String> {
+    let mut claims: Map<String, Value> = claims.as_object().context("claims")?.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    claims.insert("iat".into(), json!(now));
+    claims.insert("exp".into(), json!(now + 3600));
+    Ok(toolgate::auth::mint_hs256(secret, &claims)?)
+}
+
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .context("no VmRSS in /proc/<pid>/status")
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[index]
+}

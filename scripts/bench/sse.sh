@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SSE fan-out benchmark: one gateway, N concurrent `GET /agents/tools/stream` subscribers over
+# K distinct claim sets, one admin change that alters every subscriber's manifest. Reports the
+# server's RSS per idle subscriber and the latency from the admin write to each subscriber's
+# `tools_changed` event (p50/p90/p99/max, and when the 1,000th subscriber had it).
+#
+#   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100]
+#
+# Builds release binaries (respects CARGO_TARGET_DIR); needs python3. Client and server share
+# the machine, so the client's own CPU time is part of the measured latency.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SUBSCRIBERS=${1:-10000}
+CLAIM_SETS=${2:-100}
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+if [ "$(ulimit -n)" -lt $((SUBSCRIBERS + 1000)) ]; then
+  echo "the file-descriptor limit $(ulimit -n) is too low for $SUBSCRIBERS subscribers" >&2; exit 1
+fi
+
+cargo build --release --locked --quiet --bin toolgate --example sse_load
+TARGET=${CARGO_TARGET_DIR:-target}
+BIN=$TARGET/release/toolgate
+LOAD=$TARGET/release/examples/sse_load
+WORK=$(mktemp -d)
+PID=""
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+# 20 tools in one group that every agent is granted: the change to one tool alters every
+# subscriber's manifest; the claim sets differ by `sub` and `team`, so there are K manifests to
+# compute per change.
+python3 - "$WORK/catalog.json" <<'PY'
+import json, sys
+tools = [{"source_id": "svc", "operation_id": f"op_{t:02d}", "name": f"op_{t:02d}",
+          "description": f"Operation {t}: does one useful thing for the agent",
+          "method": "GET", "path": f"/things/{t}/{{id}}", "tags": ["bench"],
+          "input_schema": {"type": "object", "properties": {"id": {"type": "string"}},
+                           "required": ["id"]}} for t in range(20)]
+json.dump({"sources": [{"id": "svc", "name": "svc-api", "type": "manual"}], "tools": tools,
+           "groups": [{"id": "g-all", "name": "all", "selectors": [{}]}],
+           "policies": [{"id": "p-agents", "name": "agents", "claim_matchers": [
+               {"json_path": "roles", "operator": "contains", "value": "agent"}],
+               "allowed_group_ids": ["g-all"]}]}, open(sys.argv[1], "w"))
+PY
+
+export TOOLGATE_JWT_SECRET=sse-benchmark-secret-of-32-bytes!!
+export TOOLGATE_LOG_LEVEL=warn
+# Every claim set holds SUBSCRIBERS / CLAIM_SETS streams of one subject.
+export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
+"$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/data" --seed "$WORK/catalog.json" > "$WORK/out" &
+PID=$!
+for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.05; done
+BASE=$(sed -n 's/^toolgate listening on //p' "$WORK/out")
+
+"$LOAD" "$BASE" "$TOOLGATE_JWT_SECRET" "$PID" "$SUBSCRIBERS" "$CLAIM_SETS" "svc:op_00"

@@ -1,0 +1,99 @@
+//! `GET /agents/tools/stream` (aliases `/agents/stream`, `/api/agents/stream`): the agent's
+//! manifest as server-sent events (API.md). The same token, query options and admin rules as
+//! `GET /agents/tools`; the work happens in [`crate::stream`].
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::AppState;
+use super::agents::{AgentQuery, render_for};
+use super::errors::ApiError;
+use super::extract::{Agent, QueryPairs};
+use crate::stream::{Connection, Opening, SubscribeError};
+
+/// How long a client refused for too many streams should wait before retrying, seconds.
+const RETRY_AFTER_SECS: u64 = 5;
+
+/// The stream routes; mounted outside the request timeout.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/agents/tools/stream", get(stream_tools))
+        .route("/agents/stream", get(stream_tools))
+        .route("/api/agents/stream", get(stream_tools))
+}
+
+async fn stream_tools(
+    State(state): State<AppState>,
+    agent: Agent,
+    QueryPairs(pairs): QueryPairs,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let query = AgentQuery::parse(&pairs)?;
+    query.authorize(&agent)?;
+    if query.explain {
+        return Err(ApiError::Malformed(
+            "explain is not available on the stream; use GET /agents/tools?explain=true".into(),
+        ));
+    }
+    let (subscription, snapshot) = state
+        .hub
+        .subscribe(
+            &agent.subject(),
+            &agent.claims,
+            query.options.clone(),
+            &state.catalog,
+        )
+        .map_err(|error| match error {
+            SubscribeError::TooManyStreams { .. } => ApiError::TooManyRequests {
+                detail: error.to_string(),
+                retry_after_secs: RETRY_AFTER_SECS,
+            },
+        })?;
+    let rendered = render_for(&state, &snapshot, &agent.claims, query.options.clone());
+    drop(snapshot); // an idle stream must not pin an old snapshot
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|id| id.trim() == rendered.etag);
+    let claims = Arc::clone(&subscription.claims);
+    let render_state = state.clone();
+    let options = query.options;
+    let render = Box::new(move || {
+        render_for(
+            &render_state,
+            &render_state.catalog.snapshot(),
+            &claims,
+            options.clone(),
+        )
+    });
+    let connection = Connection::new(
+        subscription,
+        render,
+        Opening { resumed, rendered },
+        state.sse_ping,
+        agent.expires_at,
+    );
+    Ok((
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            // Tells nginx-style proxies not to buffer the stream.
+            (
+                header::HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        Body::from_stream(connection.into_stream()),
+    )
+        .into_response())
+}
