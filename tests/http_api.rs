@@ -101,6 +101,27 @@ fn ids(body: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
+async fn cleartext_http2_with_prior_knowledge_is_served() {
+    let gateway = gateway_with_demo().await;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let response = client
+        .get(format!("{}/agents/tools", gateway.base))
+        .bearer_auth(Gateway::token(json!({"sub": "a", "roles": ["reader"]})))
+        .send()
+        .await
+        .expect("an HTTP/2 request is answered");
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: serde_json::Value =
+        serde_json::from_slice(&response.bytes().await.expect("body")).expect("json");
+    assert_eq!(body["count"], json!(1));
+}
+
+#[tokio::test]
 async fn manifest_body_headers_etag_and_304() {
     let gateway = gateway_with_demo().await;
     let token = Gateway::token(json!({"sub": "a", "roles": ["reader"]}));

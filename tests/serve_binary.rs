@@ -8,6 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::gateway::Gateway;
 use support::process::Process;
+use support::sse::{Next, SseClient};
 
 async fn send(
     base: &str,
@@ -73,6 +74,31 @@ async fn sigterm_shuts_down_gracefully() {
         process.wait(Duration::from_secs(10)),
         Some(true),
         "exits 0 after SIGTERM"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_ends_open_streams_and_exits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut process = Process::serve(dir.path(), &["--seed", "config/demo-catalog.yaml"]);
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let token = Gateway::token(json!({"sub": "dev-agent", "roles": ["agent"]}));
+    let url = format!("{}/agents/tools/stream", process.base);
+    let mut stream = SseClient::open_url(&client, &url, &token, None)
+        .await
+        .unwrap_or_else(|reply| panic!("stream refused: {}", reply.status));
+    assert_eq!(stream.event(Duration::from_secs(5)).await.event, "tools");
+    process.signal("TERM");
+    // The stream ends (clients reconnect elsewhere) instead of holding the shutdown open.
+    let next = stream.next(Duration::from_secs(10)).await;
+    assert!(matches!(next, Next::End), "got {next:?}");
+    assert_eq!(
+        process.wait(Duration::from_secs(10)),
+        Some(true),
+        "exits 0 after SIGTERM with a stream open"
     );
 }
 

@@ -54,6 +54,7 @@ async fn stream_tools(
                 detail: error.to_string(),
                 retry_after_secs: RETRY_AFTER_SECS,
             },
+            SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
         })?;
     let rendered = render_for(&state, &snapshot, &agent.claims, query.options.clone());
     drop(snapshot); // an idle stream must not pin an old snapshot

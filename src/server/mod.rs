@@ -23,6 +23,8 @@ use crate::store::embedded::EmbeddedStore;
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
 
+mod listen;
+
 /// Rendered manifests kept in memory by `toolgate serve`.
 const CACHE_CAPACITY: usize = 10_000;
 
@@ -142,14 +144,15 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
     let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
-    // `into_make_service` hands each connection a cheap clone of the router; serving the Router
-    // itself re-applies its state per connection, a deep copy of the route table (~50 KiB and
-    // ~70 allocations per connection, measured with heaptrack on idle streams).
-    let app = app.into_make_service();
+    // Open streams never finish on their own: end them when shutdown starts, so that the
+    // graceful shutdown only waits for ordinary requests.
+    let hub = Arc::clone(&state.hub);
+    let shutdown = async move {
+        shutdown.await;
+        hub.close();
+    };
     let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let served = listen::serve(listener, app, shutdown).await;
         // The refresher holds the catalog service (and so the store): end it with the server.
         refresher.abort();
         let _ = refresher.await;

@@ -42,6 +42,8 @@ pub struct Frame {
 pub enum SubscribeError {
     #[error("this subject already has {limit} open streams; close one before opening another")]
     TooManyStreams { limit: usize },
+    #[error("the gateway is shutting down; reconnect to another instance")]
+    ShuttingDown,
 }
 
 /// Limits of the hub.
@@ -67,6 +69,8 @@ struct HubState {
     groups: HashMap<CacheKey, Group>,
     per_subject: HashMap<Arc<str>, usize>,
     subscribers: usize,
+    /// Set by [`StreamHub::close`]: no new subscriptions.
+    closed: bool,
 }
 
 /// Subscribers of one manifest and the state their last event left them in.
@@ -150,6 +154,9 @@ impl StreamHub {
             options,
         };
         let mut state = self.lock();
+        if state.closed {
+            return Err(SubscribeError::ShuttingDown);
+        }
         let subject: Arc<str> = match state.per_subject.get_key_value(subject) {
             Some((_, &count)) if count >= self.limits.max_streams_per_subject => {
                 return Err(SubscribeError::TooManyStreams {
@@ -192,6 +199,15 @@ impl StreamHub {
             claims,
         };
         Ok((subscription, snapshot))
+    }
+
+    /// Ends every open stream (their event channels close, so each sends what it has and
+    /// finishes) and refuses new ones: what a graceful shutdown needs, since a stream never
+    /// finishes on its own.
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.groups.clear();
     }
 
     /// Open streams.

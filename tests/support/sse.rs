@@ -71,9 +71,19 @@ impl SseClient {
         token: &str,
         last_event_id: Option<&str>,
     ) -> Result<SseClient, Reply> {
-        let mut request = gateway
-            .client
-            .get(format!("{}{}", gateway.base, path))
+        let url = format!("{}{}", gateway.base, path);
+        SseClient::open_url(&gateway.client, &url, token, last_event_id).await
+    }
+
+    /// [`SseClient::open`] for any server (a gateway process, another instance).
+    pub async fn open_url(
+        client: &reqwest::Client,
+        url: &str,
+        token: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<SseClient, Reply> {
+        let mut request = client
+            .get(url)
             .bearer_auth(token)
             .header("accept", "text/event-stream");
         if let Some(id) = last_event_id {

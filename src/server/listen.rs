@@ -1,0 +1,174 @@
+//! The accept loop: TCP connections served by hyper with the gateway's router, and a graceful
+//! shutdown that waits for in-flight requests.
+//!
+//! `axum::serve` would do, but its connection set-up costs an idle SSE stream most of its
+//! memory. It serves each connection with hyper-util's `auto` builder, which reads the first
+//! bytes to tell HTTP/1 from HTTP/2 and replays them to hyper as a prefix; the read that
+//! follows the replayed prefix makes hyper's 8 KiB read buffer double to 16 KiB, and an idle
+//! stream keeps that buffer for its whole life (heaptrack: 16.4 KiB of the ~29 KiB heap per
+//! idle stream). Here the protocol is told by *peeking* at the socket, which consumes nothing,
+//! and hyper's HTTP/1 or HTTP/2 connection gets the socket untouched.
+
+use std::future::Future;
+use std::io;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt;
+
+/// How long a client may take to send its request head (or, for HTTP/2, its preface).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long to pause accepting after an error that is not about one connection (e.g. out of
+/// file descriptors), so that the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What a client sends first on an HTTP/2 connection without TLS ("prior knowledge").
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for
+/// every open connection to finish its current exchange. Streams must be ended by the caller
+/// when `shutdown` resolves (they would otherwise never finish).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let mut http1 = http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT);
+    let mut http2 = http2::Builder::new(TokioExecutor::new());
+    http2.timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) if is_per_connection(&error) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept connections; pausing");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        // Events and small responses go out at once rather than waiting for more bytes.
+        let _ = stream.set_nodelay(true);
+        // Cloning a Router clones an `Arc`; its routes are shared by every connection.
+        let service = app
+            .clone()
+            .map_request(|request: Request<Incoming>| request.map(Body::new));
+        let service = TowerToHyperService::new(service);
+        let (http1, http2) = (http1.clone(), http2.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let served = match tokio::time::timeout(HEAD_TIMEOUT, is_http2(&stream)).await {
+                Ok(Ok(false)) => {
+                    let connection = http1.serve_connection(TokioIo::new(stream), service);
+                    watcher.watch(connection).await
+                }
+                Ok(Ok(true)) => {
+                    let connection = http2.serve_connection(TokioIo::new(stream), service);
+                    // Boxed: the task of every connection is as large as its largest branch,
+                    // and HTTP/2's state is the larger (1,976 vs 1,128 bytes per task).
+                    Box::pin(watcher.watch(connection)).await
+                }
+                Ok(Err(_)) | Err(_) => return, // gone, or silent: nothing to serve
+            };
+            if let Err(error) = served {
+                tracing::trace!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Whether the client opens with the HTTP/2 preface, judged from as few bytes as tell it.
+/// Consumes nothing.
+async fn is_http2(stream: &TcpStream) -> io::Result<bool> {
+    let mut start = [0u8; HTTP2_PREFACE.len()];
+    loop {
+        let n = stream.peek(&mut start).await?;
+        if n == 0 || start[..n] != HTTP2_PREFACE[..n] {
+            return Ok(false);
+        }
+        if n == HTTP2_PREFACE.len() {
+            return Ok(true);
+        }
+        // So far a prefix of the preface, split over packets: peeking again at once would
+        // return the same bytes, so give the rest a moment to arrive.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Errors of one incoming connection (it was reset before we accepted it, …): skip it.
+fn is_per_connection(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// A connected pair: what the client writes, `is_http2` judges on the server side.
+    async fn judge(parts: &[&[u8]]) -> bool {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let mut client = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        let expected_first = parts[0][0];
+        let parts: Vec<Vec<u8>> = parts.iter().map(|part| part.to_vec()).collect();
+        let writer = tokio::spawn(async move {
+            for part in parts {
+                client.write_all(&part).await.expect("write");
+                client.flush().await.expect("flush");
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            client
+        });
+        let verdict = is_http2(&server).await.expect("peek");
+        let _client = writer.await.expect("writer");
+        // Peeking consumed nothing: hyper will read the request from its first byte.
+        let mut first = [0u8; 1];
+        assert_eq!(server.peek(&mut first).await.expect("peek"), 1);
+        assert_eq!(first[0], expected_first);
+        verdict
+    }
+
+    #[tokio::test]
+    async fn an_http1_request_is_not_http2() {
+        assert!(!judge(&[b"GET /agents/tools HTTP/1.1\r\nhost: x\r\n\r\n"]).await);
+    }
+
+    #[tokio::test]
+    async fn the_http2_preface_is_recognised_even_split_over_packets() {
+        assert!(judge(&[HTTP2_PREFACE]).await);
+        assert!(judge(&[b"PRI * HT", b"TP/2.0\r\n\r\nSM\r\n\r\n"]).await);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_only_starts_like_the_preface_is_http1() {
+        assert!(!judge(&[b"P", b"OST /admin/tools HTTP/1.1\r\n\r\n"]).await);
+    }
+}
