@@ -6,6 +6,7 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::gateway::Gateway;
+use support::sse::SseClient;
 use support::upstream::{McpServer, SpecServer, read_fixture};
 
 /// What the importer sets on each tool of a source, by id.
@@ -643,6 +644,68 @@ async fn mcp_server_tools_are_imported_refreshed_and_reach_agents() {
     server.offer(&["search_docs", "translate", "summarize"]);
     let reply = refresh(&gateway, "docs").await.json();
     assert_eq!(reply["restored"], json!(1));
+}
+
+#[tokio::test]
+async fn imported_tools_appear_on_live_streams_through_group_selectors() {
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+    let server = McpServer::start(&["search_docs", "delete_doc"], &[]);
+    let gateway = Gateway::start().await;
+    gateway
+        .admin_send(
+            Method::PUT,
+            "/admin/catalog",
+            Some(json!({
+                "groups": [{"id": "reads", "name": "reads", "selectors": [{"source_pattern": "Docs*", "required_tags": ["read-only"]}]},
+                           {"id": "docs", "name": "docs", "selectors": [{"source_pattern": "Docs*"}]}],
+                "policies": [
+                    {"id": "p-read", "name": "readers", "claim_matchers": [{"json_path": "roles", "operator": "contains", "value": "reader"}], "allowed_group_ids": ["reads"]},
+                    {"id": "p-all", "name": "staff", "claim_matchers": [{"json_path": "roles", "operator": "contains", "value": "staff"}], "allowed_group_ids": ["docs"]}]
+            })),
+        )
+        .await
+        .expect(reqwest::StatusCode::OK);
+    let path = "/agents/tools/stream";
+    let reader_token = Gateway::token(json!({"sub": "r", "roles": ["reader"]}));
+    let mut reader = SseClient::connect(&gateway, path, &reader_token).await;
+    let staff_token = Gateway::token(json!({"sub": "s", "roles": ["staff"]}));
+    let mut staff = SseClient::connect(&gateway, path, &staff_token).await;
+    for stream in [&mut reader, &mut staff] {
+        let first = stream.event(WAIT).await;
+        assert_eq!(
+            (first.event.as_str(), first.json()["count"].clone()),
+            ("tools", json!(0))
+        );
+    }
+
+    // Creating the source imports its tools; the selectors pick them up; each stream hears
+    // of exactly its own new tools.
+    create_source(
+        &gateway,
+        json!({"id": "docs", "name": "Docs MCP", "type": "mcp", "config": {"url": server.url}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let event = reader.event(WAIT).await;
+    assert_eq!(event.event, "tools_changed");
+    assert_eq!(event.ids("added"), ["docs:search_docs"]);
+    assert_eq!(event.json()["added"][0]["tags"], json!(["read-only"]));
+    let event = staff.event(WAIT).await;
+    assert_eq!(event.ids("added"), ["docs:delete_doc", "docs:search_docs"]);
+
+    // Upstream, search_docs vanishes and translate appears: a refresh deprecates one (hidden
+    // from agents) and imports the other.
+    server.offer(&["delete_doc", "translate"]);
+    refresh(&gateway, "docs")
+        .await
+        .expect(reqwest::StatusCode::OK);
+    let event = reader.event(WAIT).await;
+    assert_eq!(event.ids("removed"), ["docs:search_docs"]);
+    assert_eq!(event.json()["count"], json!(0));
+    let event = staff.event(WAIT).await;
+    assert_eq!(event.ids("added"), ["docs:translate"]);
+    assert_eq!(event.ids("removed"), ["docs:search_docs"]);
+    assert_eq!(event.json()["count"], json!(2));
 }
 
 #[tokio::test]
