@@ -725,6 +725,10 @@ proptest! {
                 warnings: manifest.warnings().to_vec(),
             };
             prop_assert_eq!(engine, reference(&catalog, claims, options), "claims {:?} options {:?}", claims, options);
+            // The decision shared between instances rebuilds the very same manifest.
+            let (_, access) = snapshot.manifest_with_access(claims, options);
+            let rebuilt = snapshot.manifest_for_access(&access, options).expect("same revision");
+            prop_assert_eq!(rebuilt.to_json(), manifest.to_json());
         }
     }
 }

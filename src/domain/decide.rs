@@ -63,33 +63,36 @@ impl<'c> ClaimEvaluation<'c> {
 impl Snapshot {
     /// Decides which policies match and which tools they grant or deny.
     pub(super) fn decide(&self, claims: &Claims) -> Decision {
-        let tool_count = self.tools.len();
         let mut evaluation = ClaimEvaluation::new(self, claims);
-        let mut matched = Vec::new();
+        let matched = (0..self.policies.len() as u32)
+            .filter(|&index| {
+                self.policies[index as usize]
+                    .matchers
+                    .iter()
+                    .all(|&m| evaluation.matcher(self, m))
+            })
+            .collect();
+        self.decide_matched(matched)
+    }
+
+    /// The decision of the policies `matched` (indices into `policies`, ascending, i.e. in
+    /// priority order): everything after claim evaluation, which is why a decision can be
+    /// shared as the list of matched policies ([`super::access::Access`]).
+    pub(super) fn decide_matched(&self, matched: Vec<u32>) -> Decision {
+        let tool_count = self.tools.len();
         let mut granted = FixedBitSet::with_capacity(tool_count);
         let mut denied = FixedBitSet::with_capacity(tool_count);
         let mut decided = FixedBitSet::with_capacity(tool_count);
         let mut level_allowed = FixedBitSet::with_capacity(tool_count);
         let mut level_denied = FixedBitSet::with_capacity(tool_count);
         let mut granted_groups = Vec::new();
-
-        let mut start = 0;
-        while start < self.policies.len() {
-            let priority = self.policies[start].priority;
-            let end = start
-                + self.policies[start..]
-                    .iter()
-                    .take_while(|policy| policy.priority == priority)
-                    .count();
+        for level in matched.chunk_by(|&a, &b| {
+            self.policies[a as usize].priority == self.policies[b as usize].priority
+        }) {
             level_allowed.clear();
             level_denied.clear();
-            let mut any_match = false;
-            for (index, policy) in self.policies[start..end].iter().enumerate() {
-                if !policy.matchers.iter().all(|&m| evaluation.matcher(self, m)) {
-                    continue;
-                }
-                any_match = true;
-                matched.push((start + index) as u32);
+            for &index in level {
+                let policy = &self.policies[index as usize];
                 for &group in &policy.allowed {
                     level_allowed.union_with(&self.groups[group as usize].members);
                     granted_groups.push(group);
@@ -98,17 +101,14 @@ impl Snapshot {
                     level_denied.union_with(&self.groups[group as usize].members);
                 }
             }
-            if any_match {
-                // Tools first covered at this level: denied if any policy here denies them.
-                level_denied.difference_with(&decided);
-                level_allowed.difference_with(&decided);
-                level_allowed.difference_with(&level_denied);
-                denied.union_with(&level_denied);
-                granted.union_with(&level_allowed);
-                decided.union_with(&level_denied);
-                decided.union_with(&level_allowed);
-            }
-            start = end;
+            // Tools first covered at this level: denied if any policy here denies them.
+            level_denied.difference_with(&decided);
+            level_allowed.difference_with(&decided);
+            level_allowed.difference_with(&level_denied);
+            denied.union_with(&level_denied);
+            granted.union_with(&level_allowed);
+            decided.union_with(&level_denied);
+            decided.union_with(&level_allowed);
         }
         granted_groups.sort_unstable();
         granted_groups.dedup();

@@ -4,6 +4,7 @@
 //! Flow: a [`model::Catalog`] is [`validate::validate`]d, then compiled once per revision into a
 //! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request.
 
+pub mod access;
 pub mod claims;
 mod decide;
 pub mod explain;
