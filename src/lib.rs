@@ -21,6 +21,8 @@ pub mod domain;
 pub mod http;
 /// Catalog ingestion: OpenAPI documents and MCP servers → tools, and the refresh diff.
 pub mod ingest;
+/// The connection to Redis shared by the cache and the change bus, and whether Redis is up.
+pub mod redis_link;
 /// Assembles and runs the gateway (`toolgate serve`).
 pub mod server;
 /// Catalog writes and the current compiled snapshot (the application layer).

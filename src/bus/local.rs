@@ -2,17 +2,21 @@
 
 use tokio::sync::watch;
 
-use super::{CatalogChange, ChangeBus};
+use super::{CatalogChange, ChangeBus, Heard};
 
-/// An in-process [`ChangeBus`]: a watch channel holding the newest announced revision.
+/// An in-process [`ChangeBus`]: a watch channel holding the newest announced revision. It
+/// never disconnects, so it loses nothing.
 pub struct LocalBus {
-    revisions: watch::Sender<u64>,
+    heard: watch::Sender<Heard>,
 }
 
 impl LocalBus {
     pub fn new(revision: u64) -> LocalBus {
         LocalBus {
-            revisions: watch::Sender::new(revision),
+            heard: watch::Sender::new(Heard {
+                revision,
+                connections: 1,
+            }),
         }
     }
 }
@@ -20,18 +24,24 @@ impl LocalBus {
 impl ChangeBus for LocalBus {
     fn publish(&self, change: CatalogChange) {
         // Revisions only move forward, even if announcements were to arrive out of order.
-        self.revisions.send_if_modified(|latest| {
-            let newer = change.revision > *latest;
-            if newer {
-                *latest = change.revision;
-            }
-            newer
-        });
+        announce(&self.heard, change.revision);
     }
 
-    fn subscribe(&self) -> watch::Receiver<u64> {
-        self.revisions.subscribe()
+    fn subscribe(&self) -> watch::Receiver<Heard> {
+        self.heard.subscribe()
     }
+}
+
+/// Moves the heard revision forward to `revision`; never back, even if announcements arrive
+/// out of order.
+pub(super) fn announce(heard: &watch::Sender<Heard>, revision: u64) {
+    heard.send_if_modified(|heard| {
+        let newer = revision > heard.revision;
+        if newer {
+            heard.revision = revision;
+        }
+        newer
+    });
 }
 
 #[cfg(test)]
@@ -51,7 +61,7 @@ mod tests {
             ..CatalogChange::default()
         });
         revisions.changed().await.expect("open");
-        assert_eq!(*revisions.borrow_and_update(), 5);
+        assert_eq!(revisions.borrow_and_update().revision, 5);
         assert!(!revisions.has_changed().expect("open"));
     }
 }

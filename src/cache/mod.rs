@@ -7,6 +7,11 @@
 //! A hit is one read-lock, one hash lookup and an `Arc` clone: no allocation proportional to
 //! the catalog, no store I/O. The cache is bounded; when full it is emptied and refills from
 //! the hot keys, which is cheap because a miss costs one manifest computation.
+//!
+//! Behind it, when Redis is configured, sits the cache shared by all instances
+//! ([`redis::SharedCache`]): access decisions that spare a miss the claim evaluation.
+
+pub mod redis;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

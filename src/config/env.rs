@@ -69,6 +69,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         request_timeout_secs: positive("TOOLGATE_REQUEST_TIMEOUT_SECS")?,
         body_limit_bytes: positive("TOOLGATE_BODY_LIMIT_BYTES")?,
         sse_ping_secs: positive("TOOLGATE_SSE_PING_SECS")?,
+        revision_poll_secs: positive("TOOLGATE_REVISION_POLL_SECS")?,
         max_streams_per_subject: positive("TOOLGATE_MAX_STREAMS_PER_SUBJECT")?,
         log_format: env
             .get("TOOLGATE_LOG_FORMAT")

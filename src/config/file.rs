@@ -34,6 +34,7 @@ struct ServerSection {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
     seed: Option<PathBuf>,
+    revision_poll_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,6 +124,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         )?,
         body_limit_bytes: positive("http.body_limit_bytes", file.http.body_limit_bytes)?,
         sse_ping_secs: positive("http.sse_ping_secs", file.http.sse_ping_secs)?,
+        revision_poll_secs: positive("server.revision_poll_secs", file.server.revision_poll_secs)?,
         max_streams_per_subject: positive(
             "http.max_streams_per_subject",
             file.http.max_streams_per_subject,

@@ -30,6 +30,7 @@ pub(super) struct Layer {
     pub request_timeout_secs: Option<u64>,
     pub body_limit_bytes: Option<u64>,
     pub sse_ping_secs: Option<u64>,
+    pub revision_poll_secs: Option<u64>,
     pub max_streams_per_subject: Option<u64>,
     pub log_format: Option<LogFormat>,
     pub log_level: Option<String>,
@@ -54,6 +55,7 @@ impl Layer {
             request_timeout_secs: higher.request_timeout_secs.or(self.request_timeout_secs),
             body_limit_bytes: higher.body_limit_bytes.or(self.body_limit_bytes),
             sse_ping_secs: higher.sse_ping_secs.or(self.sse_ping_secs),
+            revision_poll_secs: higher.revision_poll_secs.or(self.revision_poll_secs),
             max_streams_per_subject: higher
                 .max_streams_per_subject
                 .or(self.max_streams_per_subject),

@@ -51,6 +51,8 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_BODY_LIMIT_BYTES: u64 = 1024 * 1024;
 /// Default interval between SSE keep-alive pings, in seconds.
 pub const DEFAULT_SSE_PING_SECS: u64 = 15;
+/// How often an instance sharing its store compares revisions, whatever the bus says.
+pub const DEFAULT_REVISION_POLL_SECS: u64 = 5;
 /// Default cap on concurrent SSE streams per token subject.
 pub const DEFAULT_MAX_STREAMS_PER_SUBJECT: u64 = 16;
 /// Default log filter.
@@ -125,6 +127,9 @@ pub struct Settings {
     pub body_limit_bytes: usize,
     /// Interval between SSE keep-alive comments.
     pub sse_ping: Duration,
+    /// How often the store's revision is compared with the local one when instances share a
+    /// store (the safety net under the change bus).
+    pub revision_poll: Duration,
     /// Concurrent SSE streams allowed per token subject.
     pub max_streams_per_subject: usize,
     /// Text or JSON log lines.
@@ -213,6 +218,11 @@ impl Settings {
                 layer.body_limit_bytes.unwrap_or(DEFAULT_BODY_LIMIT_BYTES),
             ),
             sse_ping: Duration::from_secs(layer.sse_ping_secs.unwrap_or(DEFAULT_SSE_PING_SECS)),
+            revision_poll: Duration::from_secs(
+                layer
+                    .revision_poll_secs
+                    .unwrap_or(DEFAULT_REVISION_POLL_SECS),
+            ),
             max_streams_per_subject: saturating_usize(
                 layer
                     .max_streams_per_subject

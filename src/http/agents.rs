@@ -90,7 +90,7 @@ pub async fn list_tools(
         let body = with_explanation(&explained.manifest, &explained.explanation)?;
         return Ok(manifest_response(body, explained.manifest.etag(), &headers));
     }
-    let rendered = rendered_manifest(&state, &snapshot, &agent, query.options);
+    let rendered = rendered_manifest(&state, &snapshot, &agent.claims, query.options).await;
     Ok(manifest_response(
         rendered.body.clone(),
         &rendered.etag,
@@ -98,18 +98,44 @@ pub async fn list_tools(
     ))
 }
 
-/// The cached rendering of this agent's manifest, computing it on a miss.
-pub fn rendered_manifest(
+/// The cached rendering of this agent's manifest. On a miss: the access decision another
+/// instance shared for these claims at this revision if there is one (no claim evaluation),
+/// else the claims evaluated here, and shared.
+pub async fn rendered_manifest(
     state: &AppState,
     snapshot: &Snapshot,
-    agent: &Agent,
+    claims: &Claims,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
-    render_for(state, snapshot, &agent.claims, options)
+    let Some(shared) = &state.shared else {
+        return render_local(state, snapshot, claims, options);
+    };
+    let key = CacheKey {
+        fingerprint: Fingerprint::of(claims),
+        options,
+    };
+    if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
+        return hit;
+    }
+    let access = shared.access(&key.fingerprint, snapshot.revision()).await;
+    let rebuilt = access
+        .as_ref()
+        .and_then(|access| snapshot.manifest_for_access(access, &key.options));
+    let rendered = match rebuilt {
+        Some(manifest) => render(&manifest),
+        None => {
+            let (manifest, access) = snapshot.manifest_with_access(claims, &key.options);
+            shared.remember(&key.fingerprint, access, snapshot);
+            render(&manifest)
+        }
+    };
+    state.cache.insert(key, Arc::clone(&rendered));
+    rendered
 }
 
-/// [`rendered_manifest`] for claims without a token (streams keep their claims, not the token).
-pub fn render_for(
+/// [`rendered_manifest`] without the shared cache, for callers that cannot wait (a stream
+/// resynchronising from inside its event loop).
+pub fn render_local(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
@@ -122,15 +148,18 @@ pub fn render_for(
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
         return hit;
     }
-    let manifest = snapshot.manifest(claims, &key.options);
-    let rendered = Arc::new(RenderedManifest {
+    let rendered = render(&snapshot.manifest(claims, &key.options));
+    state.cache.insert(key, Arc::clone(&rendered));
+    rendered
+}
+
+fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
+    Arc::new(RenderedManifest {
         body: manifest.to_json().into(),
         etag: manifest.etag().to_owned(),
-        revision: snapshot.revision(),
+        revision: manifest.revision(),
         tool_count: manifest.len(),
-    });
-    state.cache.insert(key, rendered.clone());
-    rendered
+    })
 }
 
 /// A manifest body followed by `"explanation": …`.

@@ -29,6 +29,8 @@ use tower_http::trace::TraceLayer;
 
 use crate::auth::{AdminRule, Verifier};
 use crate::cache::ManifestCache;
+use crate::cache::redis::SharedCache;
+use crate::redis_link::RedisLink;
 use crate::service::CatalogService;
 use crate::stream::StreamHub;
 
@@ -45,6 +47,10 @@ pub struct AppState {
     pub hub: Arc<StreamHub>,
     /// Interval of the streams' keep-alive comments.
     pub sse_ping: Duration,
+    /// Redis, when configured: its health for `/readyz`.
+    pub redis: Option<Arc<RedisLink>>,
+    /// The cache shared with other instances through Redis, when configured.
+    pub shared: Option<Arc<SharedCache>>,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

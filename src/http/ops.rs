@@ -25,17 +25,30 @@ async fn healthz() -> Response {
     Json(json!({"status": "ok"})).into_response()
 }
 
-/// Ready when the catalog store answers; 503 naming the failing part otherwise.
+/// Ready when the catalog store answers; 503 naming the failing part otherwise. Redis down is
+/// `degraded`, not unready: agent reads go on from the local snapshot and cache.
 async fn readyz(State(state): State<AppState>) -> Response {
-    match state.catalog.store().ping().await {
-        Ok(()) => Json(json!({
-            "status": "ready",
-            "revision": state.catalog.snapshot().revision(),
-            "checks": {"store": "ok"},
-        }))
-        .into_response(),
-        Err(error) => ApiError::Unavailable(format!("store: {error}")).into_response(),
+    if let Err(error) = state.catalog.store().ping().await {
+        return ApiError::Unavailable(format!("store: {error}")).into_response();
     }
+    let redis = match &state.redis {
+        None => None,
+        Some(link) => Some(match link.ping().await {
+            Ok(()) => "ok".to_owned(),
+            Err(error) => error.to_string(),
+        }),
+    };
+    let degraded = redis.as_deref().is_some_and(|check| check != "ok");
+    let mut checks = json!({"store": "ok"});
+    if let Some(redis) = redis {
+        checks["redis"] = json!(redis);
+    }
+    Json(json!({
+        "status": if degraded { "degraded" } else { "ready" },
+        "revision": state.catalog.snapshot().revision(),
+        "checks": checks,
+    }))
+    .into_response()
 }
 
 pub async fn not_found(uri: axum::http::Uri) -> Response {

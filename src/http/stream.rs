@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::AppState;
-use super::agents::{AgentQuery, render_for};
+use super::agents::{AgentQuery, render_local, rendered_manifest};
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use crate::stream::{Connection, Opening, SubscribeError};
@@ -56,7 +56,7 @@ async fn stream_tools(
             },
             SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
         })?;
-    let rendered = render_for(&state, &snapshot, &agent.claims, query.options.clone());
+    let rendered = rendered_manifest(&state, &snapshot, &agent.claims, query.options.clone()).await;
     drop(snapshot); // an idle stream must not pin an old snapshot
     let resumed = headers
         .get("last-event-id")
@@ -66,7 +66,7 @@ async fn stream_tools(
     let render_state = state.clone();
     let options = query.options;
     let render = Box::new(move || {
-        render_for(
+        render_local(
             &render_state,
             &render_state.catalog.snapshot(),
             &claims,

@@ -14,10 +14,13 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::auth::{AdminRule, AuthSettings, Verifier};
+use crate::bus::{ChangeBus, RedisBus};
 use crate::cache::ManifestCache;
+use crate::cache::redis::SharedCache;
 use crate::config::{Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::{AppState, router};
+use crate::redis_link::RedisLink;
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{CatalogStore, EntityKind};
@@ -33,10 +36,10 @@ pub const SSE_BUFFER: usize = 16;
 
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
-    if settings.mongodb_uri.is_some() || settings.redis_url.is_some() {
+    if settings.mongodb_uri.is_some() {
         anyhow::bail!(
-            "TOOLGATE_MONGODB_URI / TOOLGATE_REDIS_URL are set, but this build serves from the \
-             embedded store with an in-process cache only; unset them to use the embedded store"
+            "TOOLGATE_MONGODB_URI is set, but this build serves from the embedded store only; \
+             unset it to use the embedded store"
         );
     }
     let seed = match &settings.seed {
@@ -61,6 +64,15 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
         sse_buffer: SSE_BUFFER,
+        redis_url: settings
+            .redis_url
+            .as_ref()
+            .map(|url| url.expose().to_owned()),
+        // Only instances that share their store can fall behind it.
+        revision_poll: settings
+            .redis_url
+            .is_some()
+            .then_some(settings.revision_poll),
     };
     let running = start(config, shutdown_signal()).await?;
     // One line on stdout that scripts (and the tests) read to find the bound address.
@@ -92,6 +104,12 @@ pub struct ServerConfig {
     pub max_streams_per_subject: usize,
     /// Events buffered per stream before it is coalesced.
     pub sse_buffer: usize,
+    /// Redis for the shared cache and the change bus between instances (a secret: it may
+    /// hold a password; never logged).
+    pub redis_url: Option<String>,
+    /// How often to compare the store's revision with the local one, whatever the bus says;
+    /// `None` when this instance is the store's only user.
+    pub revision_poll: Option<Duration>,
 }
 
 /// A started gateway.
@@ -111,8 +129,17 @@ pub async fn start(
         .await
         .context("opening the embedded store")??;
     let store: Arc<dyn CatalogStore> = Arc::new(store);
+    let redis = match &config.redis_url {
+        Some(url) => Some(Arc::new(
+            RedisLink::open(url).context("setting up the Redis connection")?,
+        )),
+        None => None,
+    };
+    let bus = redis
+        .as_ref()
+        .map(|link| RedisBus::start(Arc::clone(link), 0) as Arc<dyn ChangeBus>);
     let catalog = Arc::new(
-        CatalogService::open(store)
+        CatalogService::open_with_bus(store, bus)
             .await
             .context("loading the catalog")?,
     );
@@ -123,7 +150,7 @@ pub async fn start(
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
-    crate::bus::follow(catalog.bus().as_ref(), &catalog);
+    crate::bus::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
     let hub = StreamHub::new(HubLimits {
         max_streams_per_subject: config.max_streams_per_subject,
         buffer: config.sse_buffer,
@@ -137,6 +164,10 @@ pub async fn start(
         body_limit: config.body_limit,
         hub,
         sse_ping: config.sse_ping,
+        shared: redis
+            .as_ref()
+            .map(|link| Arc::new(SharedCache::new(Arc::clone(link)))),
+        redis,
     };
     let listener = TcpListener::bind(config.listen)
         .await

@@ -91,6 +91,8 @@ pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
         sse_ping: Duration::from_secs(15),
         max_streams_per_subject: 16,
         sse_buffer: toolgate::server::SSE_BUFFER,
+        redis_url: None,
+        revision_poll: None,
     }
 }
 

@@ -6,5 +6,6 @@ pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
 pub mod process;
+pub mod redis;
 pub mod sse;
 pub mod upstream;
