@@ -1,5 +1,9 @@
 //! Assembles and runs the gateway: store → catalog service → verifier → HTTP.
 //!
+//! The store is the embedded one (a redb file in the data dir) unless a MongoDB URI is
+//! configured: then the catalog lives in MongoDB, shared with every other instance on the same
+//! database, and the migrations are applied before the catalog is loaded.
+//!
 //! [`start`] binds and returns as soon as the gateway is accepting connections (tests and the
 //! CLI use the bound address, which matters when listening on port 0); the returned
 //! [`Running`] resolves when the server has shut down gracefully.
@@ -15,11 +19,12 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::cache::ManifestCache;
-use crate::config::{Settings, dev_banner, sample_tokens};
+use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::{AppState, router};
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
+use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
 
@@ -31,10 +36,10 @@ pub const SSE_BUFFER: usize = 16;
 
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
-    if settings.mongodb_uri.is_some() || settings.redis_url.is_some() {
+    if settings.redis_url.is_some() {
         anyhow::bail!(
-            "TOOLGATE_MONGODB_URI / TOOLGATE_REDIS_URL are set, but this build serves from the \
-             embedded store with an in-process cache only; unset them to use the embedded store"
+            "TOOLGATE_REDIS_URL is set, but this build has an in-process cache and change bus \
+             only; unset it"
         );
     }
     let seed = match &settings.seed {
@@ -49,7 +54,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let admin_rule = AdminRule::new(&settings.admin_rule).map_err(anyhow::Error::msg)?;
     let config = ServerConfig {
         listen: settings.listen,
-        data_dir: settings.data_dir.clone(),
+        store: StoreConfig::from_settings(&settings),
         seed,
         auth: settings.auth(),
         admin_rule,
@@ -71,11 +76,64 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where the catalog is stored.
+#[derive(Debug, Clone)]
+pub enum StoreConfig {
+    /// A redb file in this folder: one instance at a time.
+    Embedded { data_dir: PathBuf },
+    /// A MongoDB database, shared by any number of instances. `Debug` redacts the URI.
+    Mongo { uri: Secret, database: String },
+}
+
+impl StoreConfig {
+    /// MongoDB when a URI is configured, else the embedded store in the data dir.
+    pub fn from_settings(settings: &Settings) -> StoreConfig {
+        match &settings.mongodb_uri {
+            Some(uri) => StoreConfig::Mongo {
+                uri: uri.clone(),
+                database: settings.mongodb_database.clone(),
+            },
+            None => StoreConfig::Embedded {
+                data_dir: settings.data_dir.clone(),
+            },
+        }
+    }
+
+    /// Opens the store; for MongoDB, also applies the migrations not yet applied.
+    pub async fn open(&self) -> anyhow::Result<Arc<dyn CatalogStore>> {
+        match self {
+            StoreConfig::Embedded { data_dir } => {
+                let data_dir = data_dir.clone();
+                let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
+                    .await
+                    .context("opening the embedded store")??;
+                Ok(Arc::new(store))
+            }
+            StoreConfig::Mongo { uri, database } => {
+                let store = MongoStore::open(uri.expose(), database, CommitPathChoice::Detect)
+                    .await
+                    .with_context(|| format!("opening the MongoDB database `{database}`"))?;
+                let report = store
+                    .migrate()
+                    .await
+                    .with_context(|| format!("migrating the MongoDB database `{database}`"))?;
+                tracing::info!(
+                    database,
+                    commit_path = ?store.commit_path(),
+                    applied = ?report.applied,
+                    "the catalog is stored in MongoDB"
+                );
+                Ok(Arc::new(store))
+            }
+        }
+    }
+}
+
 /// Everything the server needs, already parsed and validated.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
-    pub data_dir: PathBuf,
+    pub store: StoreConfig,
     /// Loaded into the store at start when the store is empty.
     pub seed: Option<Catalog>,
     pub auth: AuthSettings,
@@ -104,11 +162,7 @@ pub async fn start(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Running> {
-    let data_dir = config.data_dir.clone();
-    let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
-        .await
-        .context("opening the embedded store")??;
-    let store: Arc<dyn CatalogStore> = Arc::new(store);
+    let store = config.store.open().await?;
     let catalog = Arc::new(
         CatalogService::open(store)
             .await

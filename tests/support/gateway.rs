@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use toolgate::auth::{AdminRule, AuthSettings, mint_hs256};
 use toolgate::domain::model::Catalog;
-use toolgate::server::{Running, ServerConfig, start};
+use toolgate::server::{Running, ServerConfig, StoreConfig, start};
 
 pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
 
@@ -81,7 +81,9 @@ impl Reply {
 pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
-        data_dir: data_dir.to_path_buf(),
+        store: StoreConfig::Embedded {
+            data_dir: data_dir.to_path_buf(),
+        },
         seed: None,
         auth,
         admin_rule: AdminRule::default(),
