@@ -145,7 +145,7 @@ pub(super) fn decode_entity<T: DeserializeOwned>(
     })?;
     serde_json::from_str(json).map_err(|error| {
         StoreError::Corrupt(format!(
-            "document {} of `{collection}` is not a valid entity: {error}",
+            "document {} of `{collection}` is not valid: {error}",
             id_of(doc)
         ))
     })

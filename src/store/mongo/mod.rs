@@ -46,7 +46,7 @@
 //! # Failures
 //! Every driver error is [`StoreError::Unavailable`] naming what the store was doing; a
 //! document we cannot decode is [`StoreError::Corrupt`]. Server selection and connection
-//! time out after [`client::DEFAULT_TIMEOUT`] unless the URI says otherwise, so that with
+//! time out after [`DEFAULT_TIMEOUT`] unless the URI says otherwise, so that with
 //! MongoDB down an admin write fails within seconds while agents keep being served from the
 //! compiled snapshot. The connection URI may hold a password: it is never logged or put in a
 //! message.
