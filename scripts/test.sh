@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: installs what the tests need when it is
 # missing (redis-server from Debian's packages; the official MCP Python SDK in .venv-mcp for the
-# ingestion tests' real MCP server), then runs every test target.
+# ingestion tests' real MCP server; nx-27017, a MongoDB wire-protocol server, in .venv-mongo for
+# the MongoDB store tests), then runs every test target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,15 @@ if [ ! -x .venv-mcp/bin/python ] || ! .venv-mcp/bin/python -c 'import mcp.server
   echo "creating .venv-mcp with the MCP Python SDK"
   python3 -m venv .venv-mcp
   .venv-mcp/bin/pip install --quiet --disable-pip-version-check 'mcp>=1.10,<2' uvicorn
+fi
+
+# The MongoDB store tests start nx-27017 themselves (tests/support/mongo.rs), unless
+# TOOLGATE_TEST_MONGODB_URI names another server.
+if [ ! -x .venv-mongo/bin/nx-27017 ]; then
+  echo "creating .venv-mongo with nx-27017 (a MongoDB wire-protocol server for the tests)"
+  python3 -m venv .venv-mongo
+  .venv-mongo/bin/pip install --quiet --disable-pip-version-check \
+    nx-27017==0.8.1 neosqlite==1.17.2 pymongo==4.20.0
 fi
 
 cargo test --locked "$@"

@@ -1,10 +1,13 @@
 //! Black-box tests of the `toolgate` binary: `token`, `check` and `migrate` as a user runs
 //! them, with a controlled environment (no inherited `TOOLGATE_*` variables).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::json;
+use support::mongo::{MongoServer, database_name};
 use toolgate::auth::{AuthSettings, Verifier};
 
 const SECRET: &str = "integration-secret-long-enough-for-hs256";
@@ -183,14 +186,58 @@ fn migrate_without_mongodb_has_nothing_to_do() {
     let output = toolgate(dir.path(), &["migrate"], &[]);
     assert!(output.status.success());
     assert!(text(&output.stdout).contains("nothing to migrate"));
+}
 
+#[test]
+fn migrate_fails_clearly_when_mongodb_cannot_be_reached() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let started = std::time::Instant::now();
     let output = toolgate(
         dir.path(),
         &["migrate"],
-        &[("TOOLGATE_MONGODB_URI", "mongodb://db")],
+        &[
+            (
+                "TOOLGATE_MONGODB_URI",
+                "mongodb://admin:pa55word@127.0.0.1:9/",
+            ),
+            ("TOOLGATE_MONGODB_DATABASE", "catalog"),
+        ],
     );
-    assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output.stderr).contains("MongoDB support is not available in this build yet"));
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(
+        err.contains("cannot migrate the MongoDB database `catalog`"),
+        "{err}"
+    );
+    assert!(err.contains("127.0.0.1:9"), "names the server: {err}");
+    assert!(!err.contains("pa55word"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "fails within the 2 s server-selection timeout"
+    );
+}
+
+#[tokio::test]
+async fn migrate_applies_the_steps_once_then_reports_them_applied() {
+    let server = MongoServer::start().await;
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let database = database_name("cli_migrate");
+    let env = [
+        ("TOOLGATE_MONGODB_URI", server.uri()),
+        ("TOOLGATE_MONGODB_DATABASE", database.as_str()),
+    ];
+    let first = toolgate(dir.path(), &["migrate"], &env);
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let out = text(&first.stdout);
+    assert!(out.contains("applied          0001_collections"), "{out}");
+    assert!(out.contains("applied          0002_indexes"), "{out}");
+    assert!(out.contains("2 applied now, 0 already there"), "{out}");
+
+    let again = toolgate(dir.path(), &["migrate"], &env);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let out = text(&again.stdout);
+    assert!(out.contains("already applied  0001_collections"), "{out}");
+    assert!(out.contains("0 applied now, 2 already there"), "{out}");
 }
 
 #[test]

@@ -221,7 +221,7 @@ fn catalog() -> Value {
 async fn gateway_on(redis: &RedisServer) -> (Gateway, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = config(dir.path(), hs_settings());
-    config.redis_url = Some(redis.url.clone());
+    config.redis_url = Some(toolgate::config::Secret::new(redis.url.clone()));
     config.revision_poll = Some(Duration::from_millis(200));
     let gateway = Gateway::start_with(config).await;
     gateway

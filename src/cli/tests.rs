@@ -215,7 +215,7 @@ async fn a_minted_token_verifies_with_the_same_secret() {
 }
 
 #[test]
-fn migrate_has_nothing_to_do_for_the_embedded_store() {
+fn migrate_has_nothing_to_do_for_the_embedded_store_and_fails_clearly_without_mongodb() {
     let run = |env: &Environment| {
         let Ok(Command::Migrate(settings)) = parse(&["migrate"], env) else {
             panic!("expected migrate");
@@ -232,10 +232,17 @@ fn migrate_has_nothing_to_do_for_the_embedded_store() {
     assert_eq!(code, ExitCode::SUCCESS);
     assert!(out.contains("nothing to migrate"), "{out}");
 
-    let (code, _, err) = run(&env(&[("TOOLGATE_MONGODB_URI", "mongodb://db")]));
-    assert_eq!(code, ExitCode::from(2));
+    // Nothing listens on port 9: MongoDB cannot be reached, and the message says so without
+    // the password.
+    let (code, out, err) = run(&env(&[(
+        "TOOLGATE_MONGODB_URI",
+        "mongodb://admin:pa55word@127.0.0.1:9/?serverSelectionTimeoutMS=300",
+    )]));
+    assert_eq!(code, ExitCode::FAILURE);
+    assert!(out.is_empty(), "{out}");
     assert!(
-        err.contains("MongoDB support is not available in this build yet"),
+        err.contains("cannot migrate the MongoDB database `toolgate`"),
         "{err}"
     );
+    assert!(!err.contains("pa55word"), "{err}");
 }

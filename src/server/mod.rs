@@ -1,5 +1,9 @@
 //! Assembles and runs the gateway: store → catalog service → verifier → HTTP.
 //!
+//! The store is the embedded one (a redb file in the data dir) unless a MongoDB URI is
+//! configured: then the catalog lives in MongoDB, shared with every other instance on the same
+//! database, and the migrations are applied before the catalog is loaded.
+//!
 //! [`start`] binds and returns as soon as the gateway is accepting connections (tests and the
 //! CLI use the bound address, which matters when listening on port 0); the returned
 //! [`Running`] resolves when the server has shut down gracefully.
@@ -17,12 +21,13 @@ use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
 use crate::cache::ManifestCache;
 use crate::cache::redis::SharedCache;
-use crate::config::{Settings, dev_banner, sample_tokens};
+use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
+use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
 
@@ -36,12 +41,6 @@ pub const SSE_BUFFER: usize = 16;
 
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
-    if settings.mongodb_uri.is_some() {
-        anyhow::bail!(
-            "TOOLGATE_MONGODB_URI is set, but this build serves from the embedded store only; \
-             unset it to use the embedded store"
-        );
-    }
     let seed = match &settings.seed {
         Some(path) => {
             let mut catalog = crate::catalog_file::parse_catalog_file(path)
@@ -52,9 +51,13 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         None => None,
     };
     let admin_rule = AdminRule::new(&settings.admin_rule).map_err(anyhow::Error::msg)?;
+    let store = StoreConfig::from_settings(&settings);
+    // Only instances that share their store can fall behind it.
+    let revision_poll =
+        matches!(store, StoreConfig::Mongo { .. }).then_some(settings.revision_poll);
     let config = ServerConfig {
         listen: settings.listen,
-        data_dir: settings.data_dir.clone(),
+        store,
         seed,
         auth: settings.auth(),
         admin_rule,
@@ -64,15 +67,8 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
         sse_buffer: SSE_BUFFER,
-        redis_url: settings
-            .redis_url
-            .as_ref()
-            .map(|url| url.expose().to_owned()),
-        // Only instances that share their store can fall behind it.
-        revision_poll: settings
-            .redis_url
-            .is_some()
-            .then_some(settings.revision_poll),
+        redis_url: settings.redis_url.clone(),
+        revision_poll,
     };
     let running = start(config, shutdown_signal()).await?;
     // One line on stdout that scripts (and the tests) read to find the bound address.
@@ -85,11 +81,64 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where the catalog is stored.
+#[derive(Debug, Clone)]
+pub enum StoreConfig {
+    /// A redb file in this folder: one instance at a time.
+    Embedded { data_dir: PathBuf },
+    /// A MongoDB database, shared by any number of instances. `Debug` redacts the URI.
+    Mongo { uri: Secret, database: String },
+}
+
+impl StoreConfig {
+    /// MongoDB when a URI is configured, else the embedded store in the data dir.
+    pub fn from_settings(settings: &Settings) -> StoreConfig {
+        match &settings.mongodb_uri {
+            Some(uri) => StoreConfig::Mongo {
+                uri: uri.clone(),
+                database: settings.mongodb_database.clone(),
+            },
+            None => StoreConfig::Embedded {
+                data_dir: settings.data_dir.clone(),
+            },
+        }
+    }
+
+    /// Opens the store; for MongoDB, also applies the migrations not yet applied.
+    pub async fn open(&self) -> anyhow::Result<Arc<dyn CatalogStore>> {
+        match self {
+            StoreConfig::Embedded { data_dir } => {
+                let data_dir = data_dir.clone();
+                let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
+                    .await
+                    .context("opening the embedded store")??;
+                Ok(Arc::new(store))
+            }
+            StoreConfig::Mongo { uri, database } => {
+                let store = MongoStore::open(uri.expose(), database, CommitPathChoice::Detect)
+                    .await
+                    .with_context(|| format!("opening the MongoDB database `{database}`"))?;
+                let report = store
+                    .migrate()
+                    .await
+                    .with_context(|| format!("migrating the MongoDB database `{database}`"))?;
+                tracing::info!(
+                    database,
+                    commit_path = ?store.commit_path(),
+                    applied = ?report.applied,
+                    "the catalog is stored in MongoDB"
+                );
+                Ok(Arc::new(store))
+            }
+        }
+    }
+}
+
 /// Everything the server needs, already parsed and validated.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
-    pub data_dir: PathBuf,
+    pub store: StoreConfig,
     /// Loaded into the store at start when the store is empty.
     pub seed: Option<Catalog>,
     pub auth: AuthSettings,
@@ -104,12 +153,38 @@ pub struct ServerConfig {
     pub max_streams_per_subject: usize,
     /// Events buffered per stream before it is coalesced.
     pub sse_buffer: usize,
-    /// Redis for the shared cache and the change bus between instances (a secret: it may
-    /// hold a password; never logged).
-    pub redis_url: Option<String>,
+    /// Redis for the shared cache and the change bus between instances (it may hold a
+    /// password: `Debug` redacts it).
+    pub redis_url: Option<Secret>,
     /// How often to compare the store's revision with the local one, whatever the bus says;
     /// `None` when this instance is the store's only user.
     pub revision_poll: Option<Duration>,
+}
+
+impl ServerConfig {
+    /// A gateway on `store` verifying tokens with `auth`; every other setting at its
+    /// documented default (`config/toolgate.example.toml`).
+    pub fn new(store: StoreConfig, auth: AuthSettings) -> ServerConfig {
+        use crate::config::{
+            DEFAULT_BODY_LIMIT_BYTES, DEFAULT_LISTEN, DEFAULT_MAX_STREAMS_PER_SUBJECT,
+            DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SSE_PING_SECS,
+        };
+        ServerConfig {
+            listen: DEFAULT_LISTEN.parse().expect("the default address parses"),
+            store,
+            seed: None,
+            auth,
+            admin_rule: AdminRule::default(),
+            body_limit: DEFAULT_BODY_LIMIT_BYTES as usize,
+            request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            cache_capacity: CACHE_CAPACITY,
+            sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
+            max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
+            sse_buffer: SSE_BUFFER,
+            redis_url: None,
+            revision_poll: None,
+        }
+    }
 }
 
 /// A started gateway.
@@ -124,14 +199,10 @@ pub async fn start(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Running> {
-    let data_dir = config.data_dir.clone();
-    let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
-        .await
-        .context("opening the embedded store")??;
-    let store: Arc<dyn CatalogStore> = Arc::new(store);
+    let store = config.store.open().await?;
     let redis = match &config.redis_url {
         Some(url) => Some(Arc::new(
-            RedisLink::open(url).context("setting up the Redis connection")?,
+            RedisLink::open(url.expose()).context("setting up the Redis connection")?,
         )),
         None => None,
     };

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 
 pub mod embedded;
+pub mod mongo;
 
 /// The five collections, as named in URLs, audit records and store tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -182,7 +183,7 @@ pub enum StoreError {
 }
 
 /// Where the catalog lives. Implementations: `embedded::EmbeddedStore` (on-disk, the
-/// default) and MongoDB.
+/// default) and `mongo::MongoStore` (shared by several instances).
 #[async_trait]
 pub trait CatalogStore: Send + Sync + 'static {
     /// The whole catalog and its revision, read consistently (one snapshot of the store).

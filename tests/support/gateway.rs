@@ -2,14 +2,13 @@
 //! client that speaks to it with real HS256 tokens.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
-use toolgate::auth::{AdminRule, AuthSettings, mint_hs256};
+use toolgate::auth::{AuthSettings, mint_hs256};
 use toolgate::domain::model::Catalog;
-use toolgate::server::{Running, ServerConfig, start};
+use toolgate::server::{Running, ServerConfig, StoreConfig, start};
 
 pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
 
@@ -79,20 +78,13 @@ impl Reply {
 }
 
 pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
+    let store = StoreConfig::Embedded {
+        data_dir: data_dir.to_path_buf(),
+    };
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
-        data_dir: data_dir.to_path_buf(),
-        seed: None,
-        auth,
-        admin_rule: AdminRule::default(),
-        body_limit: 1024 * 1024,
-        request_timeout: Duration::from_secs(30),
         cache_capacity: 1000,
-        sse_ping: Duration::from_secs(15),
-        max_streams_per_subject: 16,
-        sse_buffer: toolgate::server::SSE_BUFFER,
-        redis_url: None,
-        revision_poll: None,
+        ..ServerConfig::new(store, auth)
     }
 }
 

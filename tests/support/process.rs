@@ -16,6 +16,11 @@ pub struct Process {
 impl Process {
     /// `toolgate serve --listen 127.0.0.1:0 --data-dir DIR [extra…]` with `TOOLGATE_JWT_SECRET`.
     pub fn serve(data_dir: &Path, extra: &[&str]) -> Process {
+        Process::serve_with_env(data_dir, extra, &[])
+    }
+
+    /// [`Process::serve`] with more environment variables.
+    pub fn serve_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Process {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
@@ -23,6 +28,7 @@ impl Process {
             .env_clear()
             .env("TOOLGATE_JWT_SECRET", SECRET)
             .env("TOOLGATE_LOG_LEVEL", "warn")
+            .envs(env.iter().copied())
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
