@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use support::gateway::{Gateway, config, hs_settings};
 use support::redis::RedisServer;
 use tokio::sync::watch;
-use toolgate::bus::{CatalogChange, ChangeBus, Heard, LocalBus, RedisBus, follow};
+use toolgate::bus::{CHANNEL, CatalogChange, ChangeBus, Heard, LocalBus, RedisBus, follow};
 use toolgate::domain::fingerprint::Fingerprint;
 use toolgate::domain::model::{Catalog, Label};
 use toolgate::redis_link::RedisLink;
@@ -51,6 +51,13 @@ async fn the_bus_carries_revisions_between_instances_and_reconnects_after_redis_
     let link_b = Arc::new(RedisLink::open(&redis.url).expect("url"));
     let a = RedisBus::start(Arc::clone(&link_a), 0);
     let b = RedisBus::start(Arc::clone(&link_b), 0);
+    // The listeners connect before anyone subscribes (as in the server, where loading the
+    // catalog comes first), and stay subscribed.
+    eventually("both listeners subscribed", WAIT, || {
+        redis.command(&["PUBSUB", "NUMSUB", CHANNEL]).as_deref() == Some(&format!("{CHANNEL}\n2"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let (heard_a, heard_b) = (a.subscribe(), b.subscribe());
     eventually("both listeners connected", WAIT, || {
         heard(&heard_a).connections == 1 && heard(&heard_b).connections == 1
@@ -88,6 +95,13 @@ async fn the_bus_carries_revisions_between_instances_and_reconnects_after_redis_
     assert!(!link_b.health().is_down());
     a.publish(change(9));
     eventually("b heard revision 9", WAIT, || heard(&heard_b).revision == 9).await;
+
+    // A dropped bus takes its listener (and its connection) with it.
+    drop((a, b));
+    eventually("the listeners unsubscribed", WAIT, || {
+        redis.command(&["PUBSUB", "NUMSUB", CHANNEL]).as_deref() == Some(&format!("{CHANNEL}\n0"))
+    })
+    .await;
 }
 
 /// Adds a label through `service`; returns the new revision.

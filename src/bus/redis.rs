@@ -1,7 +1,7 @@
 //! The change bus across instances: Redis pub/sub on [`CHANNEL`].
 //!
-//! Each committed write is published as JSON `{revision, kinds, ids}`. A listener task holds a
-//! pub/sub connection of its own (a subscribed connection can do nothing else), reconnects with
+//! Each committed write is published as JSON `{revision, kinds, ids}`. A listener task, which
+//! lives exactly as long as the bus, holds a pub/sub connection of its own (a subscribed connection can do nothing else), reconnects with
 //! backoff when it drops, and counts every (re)connection in [`Heard::connections`]: pub/sub
 //! keeps nothing for absent subscribers, so after a gap the follower compares revisions with
 //! the store instead of trusting that it heard everything.
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::AsyncCommands;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::local::announce;
 use super::{CatalogChange, ChangeBus, Heard};
@@ -31,6 +31,16 @@ const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::fro
 pub struct RedisBus {
     link: Arc<RedisLink>,
     heard: watch::Sender<Heard>,
+    /// Tells the listener to end: the bus is gone. (Not "no subscriber left": the listener
+    /// usually connects before anyone has subscribed.)
+    stop: Arc<Notify>,
+}
+
+impl Drop for RedisBus {
+    fn drop(&mut self) {
+        // A stored permit: the listener sees it even if it is not waiting right now.
+        self.stop.notify_one();
+    }
 }
 
 impl RedisBus {
@@ -40,12 +50,9 @@ impl RedisBus {
             revision,
             connections: 0,
         });
-        let bus = Arc::new(RedisBus {
-            link: Arc::clone(&link),
-            heard,
-        });
-        tokio::spawn(listen(link, Arc::downgrade(&bus)));
-        bus
+        let stop = Arc::new(Notify::new());
+        tokio::spawn(listen(Arc::clone(&link), heard.clone(), Arc::clone(&stop)));
+        Arc::new(RedisBus { link, heard, stop })
     }
 }
 
@@ -74,23 +81,24 @@ impl ChangeBus for RedisBus {
     }
 }
 
-/// Listens on [`CHANNEL`] for as long as the bus exists, reconnecting with backoff.
-async fn listen(link: Arc<RedisLink>, bus: std::sync::Weak<RedisBus>) {
+/// Listens on [`CHANNEL`] until `stop`, reconnecting with backoff.
+async fn listen(link: Arc<RedisLink>, heard: watch::Sender<Heard>, stop: Arc<Notify>) {
     let mut backoff = BACKOFF.0;
     loop {
-        match subscribed(&link).await {
+        let connected = tokio::select! {
+            connected = subscribed(&link) => connected,
+            () = stop.notified() => return,
+        };
+        match connected {
             Ok(mut pubsub) => {
                 backoff = BACKOFF.0;
                 link.health().mark_up();
-                let Some(heard) = bus.upgrade().map(|bus| bus.heard.clone()) else {
-                    return;
-                };
                 heard.send_modify(|heard| heard.connections += 1);
                 let mut messages = pubsub.on_message();
                 loop {
                     let message = tokio::select! {
                         message = messages.next() => message,
-                        () = heard.closed() => return,
+                        () = stop.notified() => return,
                     };
                     let Some(message) = message else { break };
                     match serde_json::from_slice::<CatalogChange>(message.get_payload_bytes()) {
@@ -105,10 +113,10 @@ async fn listen(link: Arc<RedisLink>, bus: std::sync::Weak<RedisBus>) {
             }
             Err(error) => link.health().mark_down(&error.to_string()),
         }
-        if bus.strong_count() == 0 {
-            return;
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            () = stop.notified() => return,
         }
-        tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF.1);
     }
 }

@@ -85,6 +85,7 @@ fn flags_beat_environment_beat_file_beat_defaults() {
         ("TOOLGATE_DATA_DIR", "/from/env"),
         ("TOOLGATE_JWT_SECRET", "env-secret"),
         ("TOOLGATE_SSE_PING_SECS", "9"),
+        ("TOOLGATE_REVISION_POLL_SECS", "2"),
     ]);
     let flags = Overrides {
         listen: Some("127.0.0.1:1000".parse().expect("address")),
@@ -101,6 +102,7 @@ fn flags_beat_environment_beat_file_beat_defaults() {
         Some("env-secret")
     );
     assert_eq!(settings.sse_ping, Duration::from_secs(9));
+    assert_eq!(settings.revision_poll, Duration::from_secs(2));
     // file > default
     assert_eq!(settings.seed, Some(PathBuf::from("/from/file/seed.yaml")));
     assert_eq!(settings.jwt_leeway, Duration::from_secs(5));
