@@ -314,16 +314,25 @@ pub fn generate_with_agent(spec: &Spec) -> Generated {
 
 fn generate_source(index: usize) -> Source {
     let name = source_name(index);
-    let mut config = serde_json::Map::new();
-    config.insert(
-        "base_url".to_owned(),
-        json!(format!("https://{name}.internal.example.com")),
-    );
+    let source_type = SOURCE_KINDS[index % SOURCE_KINDS.len()].1;
+    // What each type's validation asks for (an import never runs: nothing is fetched).
+    let config = match source_type {
+        "openapi" => json!({"url": format!("https://{name}.internal.example.com/openapi.json")}),
+        "mcp" => json!({"url": format!("https://{name}.internal.example.com/mcp")}),
+        "tool-service" => json!({
+            "request-queue": format!("{name}-requests"),
+            "response-queue": format!("{name}-responses"),
+        }),
+        _ => json!({"base_url": format!("https://{name}.internal.example.com")}),
+    };
+    let serde_json::Value::Object(config) = config else {
+        unreachable!("every arm is an object")
+    };
     Source {
         id: name.clone(),
         description: format!("Service {index:02}"),
         name,
-        source_type: SOURCE_KINDS[index % SOURCE_KINDS.len()].1.to_owned(),
+        source_type: source_type.to_owned(),
         enabled: index % 25 != 24, // a couple of disabled sources in the large catalog
         config,
         created_at: None,

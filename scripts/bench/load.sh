@@ -5,6 +5,11 @@
 # throughput ratio, latency percentiles and the server's RSS idle and under load.
 #
 #   scripts/bench/load.sh [seconds-per-round] [connections]
+#   WITH_REDIS=1 scripts/bench/load.sh …   # also: Redis up vs killed, same run
+#
+# With WITH_REDIS=1 the gateway runs with TOOLGATE_REDIS_URL (a redis-server on a free port)
+# and each round adds GET /agents/tools with that Redis killed (started again after), to show
+# what an outage costs agents: the ratio of the two is printed.
 #
 # Needs wrk (Debian package `wrk`; installed if missing) and python3.
 set -euo pipefail
@@ -23,7 +28,20 @@ ulimit -n 65536 2>/dev/null || true
 cargo build --release --locked --features bench-routes --quiet
 BIN=target/release/toolgate
 WORK=$(mktemp -d)
-trap 'kill "$PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+REDIS_PID=""
+trap 'kill "$PID" $REDIS_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+start_redis() {
+  redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no > /dev/null &
+  REDIS_PID=$!
+  for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping > /dev/null 2>&1 && return; sleep 0.05; done
+  echo "redis-server did not start" >&2; exit 1
+}
+stop_redis() { kill -9 "$REDIS_PID"; wait "$REDIS_PID" 2>/dev/null || true; REDIS_PID=""; }
+if [ "${WITH_REDIS:-0}" = 1 ]; then
+  REDIS_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  start_redis
+  export TOOLGATE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+fi
 
 # 200 tools over 4 sources; the agent's policy grants one source: a 50-tool manifest.
 python3 - "$WORK/catalog.json" <<'PY'
@@ -86,6 +104,11 @@ for round in 1 2; do
   RESULTS+=("$(run "agents_tools_$round" /agents/tools "$AUTH")")
   now=$(rss); [ "$now" -gt "$RSS_LOAD" ] && RSS_LOAD=$now
   RESULTS+=("$(run "precomputed_$round" /bench/precomputed "")")
+  if [ -n "$REDIS_PID" ]; then
+    stop_redis
+    RESULTS+=("$(run "redis_down_$round" /agents/tools "$AUTH")")
+    start_redis
+  fi
 done
 printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
 python3 - "$RSS_IDLE" "$RSS_LOAD" "$WORK/results.txt" <<'PY'
@@ -104,6 +127,9 @@ for name, rps, p50, p99 in rows:
 hot = [float(r[1]) for r in rows if r[0].startswith("agents_tools")]
 base = [float(r[1]) for r in rows if r[0].startswith("precomputed")]
 print(f"throughput ratio (agents/tools ÷ precomputed): {sum(hot) / sum(base):.3f}")
+down = [float(r[1]) for r in rows if r[0].startswith("redis_down")]
+if down:
+    print(f"throughput ratio with Redis killed ÷ up (GET /agents/tools): {sum(down) / sum(hot):.3f}")
 print(f"worst p99 of GET /agents/tools: {max(ms(r[3]) for r in rows if r[0].startswith('agents_tools')):.3f} ms")
 print(f"server RSS: idle {idle / 1024:.1f} MiB, under load {load / 1024:.1f} MiB")
 PY
