@@ -18,8 +18,8 @@ use fixedbitset::FixedBitSet;
 
 use super::claims::{ClaimPath, CompiledMatcher};
 use super::manifest::ToolEntry;
-use super::model::{Catalog, Selector, Tool};
-use super::pattern::Pattern;
+use super::model::{Catalog, Tool};
+use super::selection::SelectionIndex;
 
 /// A compiled, immutable catalog at one revision. Share it behind an `Arc`.
 #[derive(Debug)]
@@ -137,6 +137,7 @@ impl Snapshot {
 
         let catalog_tools: Vec<&Tool> = order.iter().map(|&p| &catalog.tools[p]).collect();
         let mut selection = SelectionIndex::new(&catalog_tools, &sources);
+        selection.prepare(&catalog.groups);
 
         let mut group_order: Vec<usize> = (0..catalog.groups.len()).collect();
         group_order.sort_by(|&a, &b| catalog.groups[a].id.cmp(&catalog.groups[b].id));
@@ -309,166 +310,4 @@ impl MatcherInterner {
         self.matcher_ids.insert(key, id);
         Ok(id)
     }
-}
-
-/// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
-/// pattern shared by many groups is matched against the tools once, and a pattern is matched
-/// once per distinct field value (50 source names, 600 tool names…), not once per tool.
-struct SelectionIndex<'c> {
-    len: usize,
-    /// The distinct values of each pattern-matched field, indexed by [`Field`].
-    fields: [FieldValues<'c>; 4],
-    by_source_pattern: HashMap<&'c str, FixedBitSet>,
-    by_name_pattern: HashMap<&'c str, FixedBitSet>,
-    by_path_pattern: HashMap<&'c str, FixedBitSet>,
-    by_method_pattern: HashMap<&'c str, FixedBitSet>,
-    by_tag: HashMap<&'c str, FixedBitSet>,
-    by_label: HashMap<&'c str, FixedBitSet>,
-    empty: FixedBitSet,
-}
-
-impl<'c> SelectionIndex<'c> {
-    fn new(
-        tools: &'c [&'c Tool],
-        sources: &HashMap<&str, (usize, &'c super::model::Source)>,
-    ) -> Self {
-        let len = tools.len();
-        let mut by_tag: HashMap<&str, FixedBitSet> = HashMap::new();
-        let mut by_label: HashMap<&str, FixedBitSet> = HashMap::new();
-        for (i, tool) in tools.iter().enumerate() {
-            for tag in &tool.tags {
-                by_tag
-                    .entry(tag.as_str())
-                    .or_insert_with(|| FixedBitSet::with_capacity(len))
-                    .insert(i);
-            }
-            for label in &tool.label_ids {
-                by_label
-                    .entry(label.as_str())
-                    .or_insert_with(|| FixedBitSet::with_capacity(len))
-                    .insert(i);
-            }
-        }
-        // A missing source has the name `""`; an absent path or method is `""` too.
-        let source_names = FieldValues::new(tools.iter().map(|tool| {
-            sources
-                .get(tool.source_id.as_str())
-                .map_or("", |(_, source)| source.name.as_str())
-        }));
-        let names = FieldValues::new(tools.iter().map(|tool| tool.name.as_str()));
-        let paths = FieldValues::new(tools.iter().map(|tool| tool.path.as_deref().unwrap_or("")));
-        let methods = FieldValues::new(
-            tools
-                .iter()
-                .map(|tool| tool.method.as_deref().unwrap_or("")),
-        );
-        SelectionIndex {
-            len,
-            fields: [source_names, names, paths, methods],
-            by_source_pattern: HashMap::new(),
-            by_name_pattern: HashMap::new(),
-            by_path_pattern: HashMap::new(),
-            by_method_pattern: HashMap::new(),
-            by_tag,
-            by_label,
-            empty: FixedBitSet::with_capacity(len),
-        }
-    }
-
-    fn matching(&mut self, selector: &'c Selector, at: &str) -> Result<FixedBitSet, CompileError> {
-        let len = self.len;
-        let mut result = FixedBitSet::with_capacity(len);
-        result.insert_range(..);
-        let criteria: [(&str, Option<&'c String>, Field); 4] = [
-            (
-                "source_pattern",
-                Some(&selector.source_pattern),
-                Field::SourceName,
-            ),
-            ("name_pattern", Some(&selector.name_pattern), Field::Name),
-            ("path_pattern", selector.path_pattern.as_ref(), Field::Path),
-            (
-                "method_pattern",
-                selector.method_pattern.as_ref(),
-                Field::Method,
-            ),
-        ];
-        for (field_name, pattern, field) in criteria {
-            let Some(pattern) = pattern
-                .map(String::as_str)
-                .filter(|p| !p.is_empty() && *p != "*")
-            else {
-                continue;
-            };
-            let cache = match field {
-                Field::SourceName => &mut self.by_source_pattern,
-                Field::Name => &mut self.by_name_pattern,
-                Field::Path => &mut self.by_path_pattern,
-                Field::Method => &mut self.by_method_pattern,
-            };
-            if !cache.contains_key(pattern) {
-                let compiled = Pattern::selector(pattern).map_err(|message| CompileError {
-                    field: format!("{at}.{field_name}"),
-                    message,
-                })?;
-                let values = &self.fields[field as usize];
-                let mut matched = FixedBitSet::with_capacity(len);
-                for (value, tools) in values.distinct.iter().zip(&values.tools) {
-                    if compiled.is_match(value) {
-                        for &tool in tools {
-                            matched.insert(tool as usize);
-                        }
-                    }
-                }
-                cache.insert(pattern, matched);
-            }
-            result.intersect_with(&cache[pattern]);
-        }
-        for tag in &selector.required_tags {
-            result.intersect_with(self.by_tag.get(tag.as_str()).unwrap_or(&self.empty));
-        }
-        for tag in &selector.excluded_tags {
-            if let Some(tagged) = self.by_tag.get(tag.as_str()) {
-                result.difference_with(tagged);
-            }
-        }
-        for label in &selector.required_label_ids {
-            result.intersect_with(self.by_label.get(label.as_str()).unwrap_or(&self.empty));
-        }
-        Ok(result)
-    }
-}
-
-/// One tool field's distinct values and, for each, the tools (snapshot indices) that have it:
-/// a pattern is tested once per distinct value, and building its tool set costs as much as the
-/// tools it matches, not a pass over every tool.
-struct FieldValues<'c> {
-    distinct: Vec<&'c str>,
-    tools: Vec<Vec<u32>>,
-}
-
-impl<'c> FieldValues<'c> {
-    fn new(values: impl Iterator<Item = &'c str>) -> Self {
-        let mut index: HashMap<&'c str, usize> = HashMap::new();
-        let mut distinct = Vec::new();
-        let mut tools: Vec<Vec<u32>> = Vec::new();
-        for (tool, value) in values.enumerate() {
-            let slot = *index.entry(value).or_insert_with(|| {
-                distinct.push(value);
-                tools.push(Vec::new());
-                distinct.len() - 1
-            });
-            tools[slot].push(tool as u32);
-        }
-        FieldValues { distinct, tools }
-    }
-}
-
-/// The pattern-matched tool fields; the discriminant indexes [`SelectionIndex::fields`].
-#[derive(Clone, Copy)]
-enum Field {
-    SourceName,
-    Name,
-    Path,
-    Method,
 }

@@ -1,0 +1,342 @@
+//! Which tools a selector picks, for all groups of a catalog at once (SEMANTICS.md section 3):
+//! the index [`Snapshot::compile`](super::snapshot::Snapshot::compile) builds group member sets
+//! from.
+//!
+//! Patterns dominate the compile of a large catalog (building a regex per distinct glob, then
+//! matching it), so they are done as little and as much in parallel as possible: each distinct
+//! pattern is compiled once whatever the number of groups using it, matched once per distinct
+//! field value rather than per tool, and [`SelectionIndex::prepare`] does all of them up front
+//! over the available cores, since they are independent of each other.
+
+use std::collections::HashMap;
+
+use fixedbitset::FixedBitSet;
+
+use super::model::{Selector, Source, Tool, ToolGroup};
+use super::pattern::Pattern;
+use super::snapshot::CompileError;
+
+/// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
+/// pattern shared by many groups is matched against the tools once, and a pattern is matched
+/// once per distinct field value (50 source names, 600 tool names…), not once per tool.
+pub(super) struct SelectionIndex<'c> {
+    len: usize,
+    /// The distinct values of each pattern-matched field, indexed by [`Field`].
+    fields: [FieldValues<'c>; 4],
+    by_source_pattern: HashMap<&'c str, FixedBitSet>,
+    by_name_pattern: HashMap<&'c str, FixedBitSet>,
+    by_path_pattern: HashMap<&'c str, FixedBitSet>,
+    by_method_pattern: HashMap<&'c str, FixedBitSet>,
+    by_tag: HashMap<&'c str, FixedBitSet>,
+    by_label: HashMap<&'c str, FixedBitSet>,
+    empty: FixedBitSet,
+}
+
+impl<'c> SelectionIndex<'c> {
+    pub(super) fn new(tools: &'c [&'c Tool], sources: &HashMap<&str, (usize, &'c Source)>) -> Self {
+        let len = tools.len();
+        let mut by_tag: HashMap<&str, FixedBitSet> = HashMap::new();
+        let mut by_label: HashMap<&str, FixedBitSet> = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            for tag in &tool.tags {
+                by_tag
+                    .entry(tag.as_str())
+                    .or_insert_with(|| FixedBitSet::with_capacity(len))
+                    .insert(i);
+            }
+            for label in &tool.label_ids {
+                by_label
+                    .entry(label.as_str())
+                    .or_insert_with(|| FixedBitSet::with_capacity(len))
+                    .insert(i);
+            }
+        }
+        // A missing source has the name `""`; an absent path or method is `""` too.
+        let source_names = FieldValues::new(tools.iter().map(|tool| {
+            sources
+                .get(tool.source_id.as_str())
+                .map_or("", |(_, source)| source.name.as_str())
+        }));
+        let names = FieldValues::new(tools.iter().map(|tool| tool.name.as_str()));
+        let paths = FieldValues::new(tools.iter().map(|tool| tool.path.as_deref().unwrap_or("")));
+        let methods = FieldValues::new(
+            tools
+                .iter()
+                .map(|tool| tool.method.as_deref().unwrap_or("")),
+        );
+        SelectionIndex {
+            len,
+            fields: [source_names, names, paths, methods],
+            by_source_pattern: HashMap::new(),
+            by_name_pattern: HashMap::new(),
+            by_path_pattern: HashMap::new(),
+            by_method_pattern: HashMap::new(),
+            by_tag,
+            by_label,
+            empty: FixedBitSet::with_capacity(len),
+        }
+    }
+
+    pub(super) fn matching(
+        &mut self,
+        selector: &'c Selector,
+        at: &str,
+    ) -> Result<FixedBitSet, CompileError> {
+        let len = self.len;
+        let mut result = FixedBitSet::with_capacity(len);
+        result.insert_range(..);
+        for (field, pattern) in patterns_of(selector) {
+            if !self.cache(field).contains_key(pattern) {
+                let matched =
+                    self.tools_matching(field, pattern)
+                        .map_err(|message| CompileError {
+                            field: format!("{at}.{}", field.name()),
+                            message,
+                        })?;
+                let cache = self.cache(field);
+                cache.insert(pattern, matched);
+            }
+            result.intersect_with(&self.cache(field)[pattern]);
+        }
+        for tag in &selector.required_tags {
+            result.intersect_with(self.by_tag.get(tag.as_str()).unwrap_or(&self.empty));
+        }
+        for tag in &selector.excluded_tags {
+            if let Some(tagged) = self.by_tag.get(tag.as_str()) {
+                result.difference_with(tagged);
+            }
+        }
+        for label in &selector.required_label_ids {
+            result.intersect_with(self.by_label.get(label.as_str()).unwrap_or(&self.empty));
+        }
+        Ok(result)
+    }
+
+    /// Compiles and matches, spread over the available cores, every distinct pattern the
+    /// groups' selectors use, so that [`SelectionIndex::matching`] finds them all cached. A
+    /// pattern that does not compile is left out: `matching` reports it, with its field path.
+    pub(super) fn prepare(&mut self, groups: &'c [ToolGroup]) {
+        let mut wanted: Vec<(Field, &'c str)> = Vec::new();
+        for selector in groups.iter().flat_map(|group| &group.selectors) {
+            for (field, pattern) in patterns_of(selector) {
+                wanted.push((field, pattern));
+            }
+        }
+        wanted.sort_unstable_by_key(|&(field, pattern)| (field as usize, pattern));
+        wanted.dedup();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(wanted.len() / PATTERNS_PER_THREAD)
+            .max(1);
+        let this = &*self;
+        let chunk = wanted.len().div_ceil(threads).max(1);
+        let matched: Vec<(Field, &'c str, FixedBitSet)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = wanted
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .filter_map(|&(field, pattern)| {
+                                let tools = this.tools_matching(field, pattern).ok()?;
+                                Some((field, pattern, tools))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| {
+                    worker
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        });
+        for (field, pattern, tools) in matched {
+            self.cache(field).insert(pattern, tools);
+        }
+    }
+
+    /// The tools whose `field` matches `pattern`; the pattern's error when it does not compile.
+    fn tools_matching(&self, field: Field, pattern: &str) -> Result<FixedBitSet, String> {
+        let compiled = Pattern::selector(pattern)?;
+        let values = &self.fields[field as usize];
+        let mut matched = FixedBitSet::with_capacity(self.len);
+        for (value, tools) in values.distinct.iter().zip(&values.tools) {
+            if compiled.is_match(value) {
+                for &tool in tools {
+                    matched.insert(tool as usize);
+                }
+            }
+        }
+        Ok(matched)
+    }
+
+    fn cache(&mut self, field: Field) -> &mut HashMap<&'c str, FixedBitSet> {
+        match field {
+            Field::SourceName => &mut self.by_source_pattern,
+            Field::Name => &mut self.by_name_pattern,
+            Field::Path => &mut self.by_path_pattern,
+            Field::Method => &mut self.by_method_pattern,
+        }
+    }
+}
+
+/// One tool field's distinct values and, for each, the tools (snapshot indices) that have it:
+/// a pattern is tested once per distinct value, and building its tool set costs as much as the
+/// tools it matches, not a pass over every tool.
+struct FieldValues<'c> {
+    distinct: Vec<&'c str>,
+    tools: Vec<Vec<u32>>,
+}
+
+impl<'c> FieldValues<'c> {
+    fn new(values: impl Iterator<Item = &'c str>) -> Self {
+        let mut index: HashMap<&'c str, usize> = HashMap::new();
+        let mut distinct = Vec::new();
+        let mut tools: Vec<Vec<u32>> = Vec::new();
+        for (tool, value) in values.enumerate() {
+            let slot = *index.entry(value).or_insert_with(|| {
+                distinct.push(value);
+                tools.push(Vec::new());
+                distinct.len() - 1
+            });
+            tools[slot].push(tool as u32);
+        }
+        FieldValues { distinct, tools }
+    }
+}
+
+/// Below this many patterns per thread, spawning threads costs more than it saves.
+const PATTERNS_PER_THREAD: usize = 32;
+
+/// The pattern criteria of a selector that narrow anything (absent, `""` and `*` do not).
+fn patterns_of(selector: &Selector) -> impl Iterator<Item = (Field, &str)> + '_ {
+    [
+        (Field::SourceName, Some(&selector.source_pattern)),
+        (Field::Name, Some(&selector.name_pattern)),
+        (Field::Path, selector.path_pattern.as_ref()),
+        (Field::Method, selector.method_pattern.as_ref()),
+    ]
+    .into_iter()
+    .filter_map(|(field, pattern)| {
+        let pattern = pattern?.as_str();
+        (!pattern.is_empty() && pattern != "*").then_some((field, pattern))
+    })
+}
+
+/// The pattern-matched tool fields; the discriminant indexes [`SelectionIndex::fields`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    SourceName,
+    Name,
+    Path,
+    Method,
+}
+
+impl Field {
+    /// The selector key that holds this field's pattern (for error paths).
+    fn name(self) -> &'static str {
+        match self {
+            Field::SourceName => "source_pattern",
+            Field::Name => "name_pattern",
+            Field::Path => "path_pattern",
+            Field::Method => "method_pattern",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// 200 tools over 4 sources; 120 groups with distinct name, path, source and method
+    /// patterns: far more than one thread's share, so `prepare` really splits the work.
+    fn fixture() -> (Vec<Tool>, Vec<Source>, Vec<ToolGroup>) {
+        let sources: Vec<Source> = (0..4)
+            .map(|s| {
+                serde_json::from_value(
+                    json!({"id": format!("s{s}"), "name": format!("svc-{s}"), "type": "manual"}),
+                )
+                .expect("source")
+            })
+            .collect();
+        let methods = ["GET", "POST", "PUT", "DELETE"];
+        let tools: Vec<Tool> = (0..200)
+            .map(|t| {
+                serde_json::from_value(json!({
+                    "id": format!("s{}:op{t:03}", t % 4), "source_id": format!("s{}", t % 4),
+                    "operation_id": format!("op{t:03}"), "name": format!("op{t:03}"),
+                    "method": methods[t % 4], "path": format!("/things/{}/{t}", t % 7)}))
+                .expect("tool")
+            })
+            .collect();
+        let groups: Vec<ToolGroup> = (0..120)
+            .map(|g| {
+                // Every pattern distinct (so that there are many), each matching a few tools.
+                let selector = match g % 4 {
+                    0 => json!({"name_pattern": format!("op{:03}*", g + 50)}),
+                    1 => json!({"path_pattern": format!("/things/{}/{g}*", g % 7), "method_pattern": methods[g % 4]}),
+                    2 => json!({"source_pattern": format!("SVC-{}", g % 4), "name_pattern": format!("*{g:03}")}),
+                    _ => json!({"name_pattern": format!("regex:op{g:03}|op0{}[0-9]", g % 10)}),
+                };
+                serde_json::from_value(json!({"id": format!("g{g}"), "name": format!("g{g}"), "selectors": [selector]}))
+                    .expect("group")
+            })
+            .collect();
+        (tools, sources, groups)
+    }
+
+    fn sources_by_id(sources: &[Source]) -> HashMap<&str, (usize, &Source)> {
+        sources
+            .iter()
+            .enumerate()
+            .map(|(i, source)| (source.id.as_str(), (i, source)))
+            .collect()
+    }
+
+    #[test]
+    fn prepared_patterns_select_exactly_what_matching_alone_does() {
+        let (tools, sources, groups) = fixture();
+        let tools: Vec<&Tool> = tools.iter().collect();
+        let by_id = sources_by_id(&sources);
+        let mut prepared = SelectionIndex::new(&tools, &by_id);
+        prepared.prepare(&groups);
+        let distinct = prepared.by_name_pattern.len()
+            + prepared.by_path_pattern.len()
+            + prepared.by_source_pattern.len()
+            + prepared.by_method_pattern.len();
+        assert!(distinct > 2 * PATTERNS_PER_THREAD, "{distinct} patterns");
+        let mut alone = SelectionIndex::new(&tools, &by_id);
+        let mut selected_any = false;
+        for (g, group) in groups.iter().enumerate() {
+            let at = format!("groups[{g}].selectors[0]");
+            let selector = &group.selectors[0];
+            let expected = alone.matching(selector, &at).expect("compiles");
+            selected_any |= expected.count_ones(..) > 0;
+            assert_eq!(
+                prepared.matching(selector, &at).expect("compiles"),
+                expected,
+                "{at}"
+            );
+        }
+        assert!(selected_any, "the fixture selects something");
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_compile_is_reported_with_its_path_after_prepare() {
+        let (tools, sources, mut groups) = fixture();
+        groups[7].selectors[0].name_pattern = "regex:op(".to_owned();
+        let tools: Vec<&Tool> = tools.iter().collect();
+        let by_id = sources_by_id(&sources);
+        let mut index = SelectionIndex::new(&tools, &by_id);
+        index.prepare(&groups);
+        let error = index
+            .matching(&groups[7].selectors[0], "groups[7].selectors[0]")
+            .expect_err("invalid");
+        assert_eq!(error.field, "groups[7].selectors[0].name_pattern");
+    }
+}
