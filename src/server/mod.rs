@@ -19,12 +19,16 @@ use crate::cache::ManifestCache;
 use crate::cache::redis::SharedCache;
 use crate::config::{Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
+use crate::http::limit::{Limiters, RateLimits};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
+use crate::store::observed::ObservedStore;
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
+use crate::telemetry::metrics::Observed;
+use crate::telemetry::{Metrics, OtlpSettings};
 
 mod listen;
 
@@ -63,6 +67,8 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         cache_capacity: CACHE_CAPACITY,
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
+        rate_limits: settings.rate_limits,
+        otlp: settings.otlp(),
         sse_buffer: SSE_BUFFER,
         redis_url: settings
             .redis_url
@@ -102,6 +108,10 @@ pub struct ServerConfig {
     pub sse_ping: Duration,
     /// Concurrent streams per token subject (`sub`); more are refused with 429.
     pub max_streams_per_subject: usize,
+    /// Requests per subject and route class; more are refused with 429.
+    pub rate_limits: RateLimits,
+    /// Where metrics are pushed besides `GET /metrics`; `None`: nowhere.
+    pub otlp: Option<OtlpSettings>,
     /// Events buffered per stream before it is coalesced.
     pub sse_buffer: usize,
     /// Redis for the shared cache and the change bus between instances (a secret: it may
@@ -128,7 +138,14 @@ pub async fn start(
     let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
         .await
         .context("opening the embedded store")??;
-    let store: Arc<dyn CatalogStore> = Arc::new(store);
+    // Building the OTLP exporter makes a blocking HTTP client: not on a runtime thread.
+    let otlp = config.otlp.clone();
+    let metrics = tokio::task::spawn_blocking(move || Metrics::new(otlp.as_ref()))
+        .await
+        .context("setting up metrics")??;
+    let metrics = Arc::new(metrics);
+    let store: Arc<dyn CatalogStore> =
+        Arc::new(ObservedStore::new(Arc::new(store), Arc::clone(&metrics)));
     let redis = match &config.redis_url {
         Some(url) => Some(Arc::new(
             RedisLink::open(url).context("setting up the Redis connection")?,
@@ -168,13 +185,22 @@ pub async fn start(
             .as_ref()
             .map(|link| Arc::new(SharedCache::new(Arc::clone(link)))),
         redis,
+        metrics: Arc::clone(&metrics),
+        limits: Arc::new(Limiters::new(config.rate_limits)),
     };
+    metrics.observe(Observed {
+        cache: Arc::downgrade(&state.cache),
+        hub: Arc::downgrade(&state.hub),
+        catalog: Arc::downgrade(&state.catalog),
+        redis: state.redis.as_ref().map(Arc::downgrade),
+    });
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
     let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
+    let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.
     let hub = Arc::clone(&state.hub);
@@ -187,6 +213,9 @@ pub async fn start(
         // The refresher holds the catalog service (and so the store): end it with the server.
         refresher.abort();
         let _ = refresher.await;
+        forgetting.abort();
+        // The last metrics go to the collector, if there is one (a blocking export).
+        let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
         served
     });
     tracing::info!(%addr, revision = state.catalog.snapshot().revision(), "toolgate is listening");

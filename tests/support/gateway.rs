@@ -90,6 +90,8 @@ pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
         cache_capacity: 1000,
         sse_ping: Duration::from_secs(15),
         max_streams_per_subject: 16,
+        rate_limits: toolgate::http::limit::RateLimits::default(),
+        otlp: None,
         sse_buffer: toolgate::server::SSE_BUFFER,
         redis_url: None,
         revision_poll: None,

@@ -7,5 +7,6 @@ pub mod jwks_server;
 pub mod keys;
 pub mod process;
 pub mod redis;
+pub mod scrape;
 pub mod sse;
 pub mod upstream;
