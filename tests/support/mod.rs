@@ -5,6 +5,7 @@ pub mod conformance;
 pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
+pub mod logged;
 pub mod process;
 pub mod redis;
 pub mod scrape;
