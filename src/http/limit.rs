@@ -189,11 +189,6 @@ impl Limiters {
         }
     }
 
-    /// The limits these buckets enforce.
-    pub fn limits(&self) -> RateLimits {
-        self.limits
-    }
-
     fn buckets(&self, class: RouteClass) -> Option<&Buckets> {
         match class {
             RouteClass::AgentReads => self.agent_reads.as_ref(),
@@ -315,6 +310,22 @@ mod tests {
                 .expect("no limit");
         }
         assert_eq!(limiters.tracked(RouteClass::AgentReads), 0);
+    }
+
+    #[test]
+    fn buckets_back_to_full_are_forgotten() {
+        let limiters = Limiters::new(limits(1000, 1));
+        limiters.check(RouteClass::Streams, "alice").expect("first");
+        assert_eq!(limiters.tracked(RouteClass::Streams), 1);
+        limiters.forget_idle();
+        assert_eq!(limiters.tracked(RouteClass::Streams), 1, "still refilling");
+        std::thread::sleep(Duration::from_millis(5));
+        limiters.forget_idle();
+        assert_eq!(
+            limiters.tracked(RouteClass::Streams),
+            0,
+            "full again: nothing to keep"
+        );
     }
 
     #[test]

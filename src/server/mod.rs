@@ -110,7 +110,8 @@ pub struct ServerConfig {
     pub max_streams_per_subject: usize,
     /// Requests per subject and route class; more are refused with 429.
     pub rate_limits: RateLimits,
-    /// Where metrics are pushed besides `GET /metrics`; `None`: nowhere.
+    /// Where this server's metrics are pushed besides `GET /metrics`; `None`: nowhere. (Traces
+    /// are process-wide: `telemetry::init` exports them.)
     pub otlp: Option<OtlpSettings>,
     /// Events buffered per stream before it is coalesced.
     pub sse_buffer: usize,

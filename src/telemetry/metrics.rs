@@ -10,9 +10,10 @@
 //! codes, and small closed enums (cache outcome, event kind, rate-limit class, store operation
 //! and error kind). No tool id, subject or claim value is ever a label.
 //!
-//! Cost on the hot path: attribute-free counters are one atomic add; the two histograms with
-//! attributes are one read-locked hash lookup each (the attribute values are static strings or
-//! interned route names, so nothing is allocated).
+//! Cost on the hot path: the agent counters are striped atomics ([`StripedCounter`]: a thread
+//! adds to its own cache line), observed at collection; the two histograms are one read-locked
+//! hash lookup and one short lock each (the attribute values are static strings or interned
+//! route names, so nothing is allocated).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -29,6 +30,7 @@ use opentelemetry_sdk::metrics::{
 };
 
 use super::otel::{self, OtlpSettings};
+use super::striped::StripedCounter;
 use super::{TelemetryError, prometheus};
 use crate::cache::ManifestCache;
 use crate::http::limit::RouteClass;
@@ -89,13 +91,19 @@ pub struct Metrics {
     pull: Arc<ManualReader>,
     meter: Meter,
     http_duration: Histogram<f64>,
-    resolutions: Counter<u64>,
-    denied: Counter<u64>,
-    tools_resolved: Counter<u64>,
+    agents: Arc<AgentCounts>,
     resolution_time: Histogram<f64>,
     rate_limited: Counter<u64>,
     store_errors: Counter<u64>,
     routes: RouteNames,
+}
+
+/// The reference design's counters, counted on the hot path and observed at collection.
+#[derive(Default)]
+struct AgentCounts {
+    resolutions: StripedCounter,
+    denied: StripedCounter,
+    tools: StripedCounter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -127,21 +135,7 @@ impl Metrics {
                 )
                 .with_boundaries(HTTP_SECONDS.to_vec())
                 .build(),
-            resolutions: meter
-                .u64_counter("agent_access_resolutions")
-                .with_description(
-                    "Manifest resolutions for agents (GET /agents/tools, stream openings), \
-                     however served",
-                )
-                .build(),
-            denied: meter
-                .u64_counter("agent_access_denied")
-                .with_description("Resolutions whose claims no policy grants any group")
-                .build(),
-            tools_resolved: meter
-                .u64_counter("agent_tools_resolved")
-                .with_description("Tools returned to agents, summed over resolutions")
-                .build(),
+            agents: observe_agents(&meter),
             resolution_time: meter
                 .f64_histogram("agent_resolution_time")
                 .with_unit("ms")
@@ -164,15 +158,7 @@ impl Metrics {
             meter,
             routes: RouteNames::default(),
         };
-        // Counters a dashboard alerts on are written from the start, at 0, rather than
-        // appearing with their first increment.
-        for counter in [
-            &metrics.resolutions,
-            &metrics.denied,
-            &metrics.tools_resolved,
-        ] {
-            counter.add(0, &[]);
-        }
+        // Written from the start, at 0, rather than appearing with the first refusal.
         for class in RouteClass::ALL {
             metrics
                 .rate_limited
@@ -201,12 +187,13 @@ impl Metrics {
 
     /// One manifest resolution for an agent.
     pub fn resolution(&self, outcome: CacheOutcome, tools: usize, denied: bool, took: Duration) {
-        self.resolutions.add(1, &[]);
+        self.agents.resolutions.add(1);
         if denied {
-            self.denied.add(1, &[]);
+            self.agents.denied.add(1);
         }
-        self.tools_resolved
-            .add(u64::try_from(tools).unwrap_or(u64::MAX), &[]);
+        self.agents
+            .tools
+            .add(u64::try_from(tools).unwrap_or(u64::MAX));
         self.resolution_time.record(
             took.as_secs_f64() * 1000.0,
             &[KeyValue::new("cache", outcome.name())],
@@ -345,6 +332,49 @@ impl Metrics {
             tracing::warn!(%error, "the last metrics were not exported");
         }
     }
+}
+
+/// Registers the reference design's counters over the striped counts they read.
+fn observe_agents(meter: &Meter) -> Arc<AgentCounts> {
+    let counts = Arc::new(AgentCounts::default());
+    observe_count(
+        meter,
+        "agent_access_resolutions",
+        "Manifest resolutions for agents (GET /agents/tools, stream openings), however served",
+        &counts,
+        |counts| &counts.resolutions,
+    );
+    observe_count(
+        meter,
+        "agent_access_denied",
+        "Resolutions whose claims no policy grants any group",
+        &counts,
+        |counts| &counts.denied,
+    );
+    observe_count(
+        meter,
+        "agent_tools_resolved",
+        "Tools returned to agents, summed over resolutions",
+        &counts,
+        |counts| &counts.tools,
+    );
+    counts
+}
+
+/// A monotonic counter named `name` reporting the count `pick` selects.
+fn observe_count(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+    counts: &Arc<AgentCounts>,
+    pick: fn(&AgentCounts) -> &StripedCounter,
+) {
+    let counts = Arc::clone(counts);
+    meter
+        .u64_observable_counter(name)
+        .with_description(description)
+        .with_callback(move |observer| observer.observe(pick(&counts).get(), &[]))
+        .build();
 }
 
 /// The OpenTelemetry name of a method: the standard ones, else `_OTHER` (so that made-up

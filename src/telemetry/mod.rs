@@ -14,6 +14,7 @@ pub mod logging;
 pub mod metrics;
 pub mod otel;
 pub mod prometheus;
+mod striped;
 
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
