@@ -1,5 +1,7 @@
 //! The environment variables as a [`Layer`]: `TOOLGATE_` + the TOML key (with the section name
-//! for `[mongodb]`, `[redis]` and `[log]`), plus the conventional `RUST_LOG`.
+//! for `[mongodb]`, `[redis]` and `[log]`; `TOOLGATE_RATE_LIMIT_` + the key for
+//! `[rate_limits]`), plus the conventional `RUST_LOG` and, for `[telemetry]`, the standard
+//! OpenTelemetry variables ([`OTEL_VARIABLES`]).
 
 use std::path::PathBuf;
 

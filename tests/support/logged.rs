@@ -68,7 +68,8 @@ impl LoggedProcess {
             }
             assert!(
                 Instant::now() < deadline,
-                "toolgate did not exit after SIGTERM"
+                "toolgate did not exit after SIGTERM; its log:\n{}",
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
