@@ -79,7 +79,8 @@ impl SharedCache {
         let key = access_key(fingerprint);
         let read =
             tokio::time::timeout(RESPONSE_TIMEOUT, connection.get::<_, Option<Vec<u8>>>(&key));
-        let value = match read.instrument(command_span("redis GET", "GET")).await {
+        let span = command_span("redis GET", "GET");
+        let value = match crate::telemetry::in_span(&span, read).await {
             Ok(answer) => health.record(answer).ok()??,
             Err(_) => {
                 health.mark_down("a Redis read timed out");

@@ -11,7 +11,6 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use super::AppState;
@@ -120,9 +119,8 @@ pub async fn rendered_manifest(
         cache = Empty,
         tools = Empty,
     );
-    let (rendered, outcome) = resolve(state, snapshot, claims, options)
-        .instrument(span.clone())
-        .await;
+    let (rendered, outcome) =
+        crate::telemetry::in_span(&span, resolve(state, snapshot, claims, options)).await;
     span.record("cache", outcome.name())
         .record("tools", rendered.tool_count);
     state.metrics.resolution(

@@ -7,7 +7,6 @@ use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
-use tracing::Instrument as _;
 
 use super::AppState;
 use super::errors::ApiError;
@@ -59,7 +58,7 @@ impl FromRequestParts<AppState> for Agent {
             outcome = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );
-        let verified = state.verifier.verify(token).instrument(span.clone()).await;
+        let verified = crate::telemetry::in_span(&span, state.verifier.verify(token)).await;
         match &verified {
             Ok(_) => span.record("outcome", "ok"),
             // A fixed description per kind of failure: nothing from the token itself.

@@ -27,7 +27,7 @@ use crate::store::embedded::EmbeddedStore;
 use crate::store::observed::ObservedStore;
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
-use crate::telemetry::metrics::Observed;
+use crate::telemetry::observed::Observed;
 use crate::telemetry::{Metrics, OtlpSettings};
 
 mod listen;

@@ -8,7 +8,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use tracing::Instrument as _;
 use tracing::field::Empty;
 
 use super::{AuditQuery, AuditRecord, CatalogStore, Commit, StoreError, StoredCatalog};
@@ -39,7 +38,7 @@ impl ObservedStore {
             error = Empty,
             otel.status_code = Empty,
         );
-        let result = call.instrument(span.clone()).await;
+        let result = crate::telemetry::in_span(&span, call).await;
         if let Err(error) = &result {
             let kind = kind(error);
             span.record("error", kind);

@@ -29,15 +29,10 @@ use opentelemetry_sdk::metrics::{
     InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
 };
 
+use super::observed::{self, AgentCounts, Observed};
 use super::otel::{self, OtlpSettings};
-use super::striped::StripedCounter;
 use super::{TelemetryError, prometheus};
-use crate::cache::ManifestCache;
 use crate::http::limit::RouteClass;
-use crate::redis_link::RedisLink;
-use crate::service::CatalogService;
-use crate::stream::StreamHub;
-use crate::stream::frame::EventKind;
 
 /// Distinct route templates labelled; more (which the router cannot produce) count as `other`.
 pub const MAX_ROUTES: usize = 256;
@@ -76,15 +71,6 @@ impl CacheOutcome {
     }
 }
 
-/// The parts of a running gateway whose own counters are observed at collection time. Weak:
-/// metrics must not keep a stopped server's store or streams alive.
-pub struct Observed {
-    pub cache: Weak<ManifestCache>,
-    pub hub: Weak<StreamHub>,
-    pub catalog: Weak<CatalogService>,
-    pub redis: Option<Weak<RedisLink>>,
-}
-
 /// A server's instruments and the readers behind them.
 pub struct Metrics {
     provider: SdkMeterProvider,
@@ -96,14 +82,6 @@ pub struct Metrics {
     rate_limited: Counter<u64>,
     store_errors: Counter<u64>,
     routes: RouteNames,
-}
-
-/// The reference design's counters, counted on the hot path and observed at collection.
-#[derive(Default)]
-struct AgentCounts {
-    resolutions: StripedCounter,
-    denied: StripedCounter,
-    tools: StripedCounter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -135,7 +113,7 @@ impl Metrics {
                 )
                 .with_boundaries(HTTP_SECONDS.to_vec())
                 .build(),
-            agents: observe_agents(&meter),
+            agents: observed::agent_counts(&meter),
             resolution_time: meter
                 .f64_histogram("agent_resolution_time")
                 .with_unit("ms")
@@ -219,101 +197,7 @@ impl Metrics {
 
     /// Registers the values the gateway counts itself, read at each collection.
     pub fn observe(&self, gateway: Observed) {
-        let Observed {
-            cache,
-            hub,
-            catalog,
-            redis,
-        } = gateway;
-        self.meter
-            .u64_observable_counter("toolgate.manifest_cache.lookups")
-            .with_description("Lookups in this instance's cache of rendered manifests")
-            .with_callback(move |observer| {
-                if let Some(cache) = cache.upgrade() {
-                    let (hits, misses) = cache.stats();
-                    observer.observe(hits, &[KeyValue::new("result", "hit")]);
-                    observer.observe(misses, &[KeyValue::new("result", "miss")]);
-                }
-            })
-            .build();
-        let subscribers = hub.clone();
-        self.meter
-            .u64_observable_gauge("toolgate.sse.subscribers")
-            .with_description("Open manifest streams")
-            .with_callback(move |observer| {
-                if let Some(hub) = subscribers.upgrade() {
-                    observer.observe(hub.subscriber_count() as u64, &[]);
-                }
-            })
-            .build();
-        let events = hub.clone();
-        self.meter
-            .u64_observable_counter("toolgate.sse.events_sent")
-            .with_description("Events written to manifest streams, by event (pings excluded)")
-            .with_callback(move |observer| {
-                if let Some(hub) = events.upgrade() {
-                    for kind in EventKind::ALL {
-                        observer.observe(
-                            hub.events_sent(kind),
-                            &[KeyValue::new("event", kind.name())],
-                        );
-                    }
-                }
-            })
-            .build();
-        self.meter
-            .u64_observable_counter("toolgate.sse.coalesced")
-            .with_description("Times a slow stream was coalesced to a fresh snapshot")
-            .with_callback(move |observer| {
-                if let Some(hub) = hub.upgrade() {
-                    observer.observe(hub.lagged_count(), &[]);
-                }
-            })
-            .build();
-        self.meter
-            .u64_observable_gauge("toolgate.catalog.revision")
-            .with_description("The catalog revision this instance serves")
-            .with_callback(move |observer| {
-                if let Some(catalog) = catalog.upgrade() {
-                    observer.observe(catalog.snapshot().revision(), &[]);
-                }
-            })
-            .build();
-        if let Some(redis) = redis {
-            self.observe_redis(redis);
-        }
-    }
-
-    fn observe_redis(&self, redis: Weak<RedisLink>) {
-        let errors = redis.clone();
-        self.meter
-            .u64_observable_counter("toolgate.redis.errors")
-            .with_description("Redis calls that failed or timed out")
-            .with_callback(move |observer| {
-                if let Some(link) = errors.upgrade() {
-                    observer.observe(link.health().counts().0, &[]);
-                }
-            })
-            .build();
-        let outages = redis.clone();
-        self.meter
-            .u64_observable_counter("toolgate.redis.outages")
-            .with_description("Times Redis went from reachable to unreachable")
-            .with_callback(move |observer| {
-                if let Some(link) = outages.upgrade() {
-                    observer.observe(link.health().counts().1, &[]);
-                }
-            })
-            .build();
-        self.meter
-            .u64_observable_gauge("toolgate.redis.degraded")
-            .with_description("1 while Redis is unreachable (serving from the local snapshot)")
-            .with_callback(move |observer| {
-                if let Some(link) = redis.upgrade() {
-                    observer.observe(u64::from(link.health().is_down()), &[]);
-                }
-            })
-            .build();
+        observed::register(&self.meter, gateway);
     }
 
     /// Everything recorded so far, as Prometheus text.
@@ -332,49 +216,6 @@ impl Metrics {
             tracing::warn!(%error, "the last metrics were not exported");
         }
     }
-}
-
-/// Registers the reference design's counters over the striped counts they read.
-fn observe_agents(meter: &Meter) -> Arc<AgentCounts> {
-    let counts = Arc::new(AgentCounts::default());
-    observe_count(
-        meter,
-        "agent_access_resolutions",
-        "Manifest resolutions for agents (GET /agents/tools, stream openings), however served",
-        &counts,
-        |counts| &counts.resolutions,
-    );
-    observe_count(
-        meter,
-        "agent_access_denied",
-        "Resolutions whose claims no policy grants any group",
-        &counts,
-        |counts| &counts.denied,
-    );
-    observe_count(
-        meter,
-        "agent_tools_resolved",
-        "Tools returned to agents, summed over resolutions",
-        &counts,
-        |counts| &counts.tools,
-    );
-    counts
-}
-
-/// A monotonic counter named `name` reporting the count `pick` selects.
-fn observe_count(
-    meter: &Meter,
-    name: &'static str,
-    description: &'static str,
-    counts: &Arc<AgentCounts>,
-    pick: fn(&AgentCounts) -> &StripedCounter,
-) {
-    let counts = Arc::clone(counts);
-    meter
-        .u64_observable_counter(name)
-        .with_description(description)
-        .with_callback(move |observer| observer.observe(pick(&counts).get(), &[]))
-        .build();
 }
 
 /// The OpenTelemetry name of a method: the standard ones, else `_OTHER` (so that made-up

@@ -12,10 +12,14 @@
 
 pub mod logging;
 pub mod metrics;
+pub mod observed;
 pub mod otel;
 pub mod prometheus;
 mod striped;
 
+use std::future::Future;
+
+use tracing::Instrument as _;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -80,4 +84,14 @@ pub fn init(
         otel::mark_exporting();
     }
     Ok(Telemetry { traces })
+}
+
+/// Runs `future` in `span`; bare when the span is disabled (traces off, log level above it), so
+/// that an unused span costs its call-site check and nothing per poll.
+pub async fn in_span<F: Future>(span: &tracing::Span, future: F) -> F::Output {
+    if span.is_disabled() {
+        future.await
+    } else {
+        future.instrument(span.clone()).await
+    }
 }
