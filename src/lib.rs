@@ -31,5 +31,5 @@ pub mod service;
 pub mod store;
 /// Live manifest streams: subscriptions grouped by manifest, change fan-out, SSE framing.
 pub mod stream;
-/// Logging set-up (`tracing` to stderr, text or JSON); the place for OpenTelemetry.
+/// Logs, traces exported over OTLP, and metrics (Prometheus text and OTLP).
 pub mod telemetry;

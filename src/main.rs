@@ -19,7 +19,12 @@ fn run() -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     match cli::parse()? {
         Command::Serve(settings) => {
-            telemetry::init_logging(settings.log_format, &settings.log_level)?;
+            // Outside the runtime, and dropped after it: the last spans are flushed at exit.
+            let _telemetry = telemetry::init(
+                settings.log_format,
+                &settings.log_level,
+                settings.otlp().as_ref(),
+            )?;
             for warning in &settings.warnings {
                 tracing::warn!("{warning}");
             }

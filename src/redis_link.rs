@@ -97,6 +97,18 @@ impl RedisLink {
     }
 }
 
+/// The span of one Redis call, a child of what the caller is doing: `debug`, so free unless
+/// traces are exported.
+pub fn command_span(name: &'static str, operation: &'static str) -> tracing::Span {
+    tracing::debug_span!(
+        "redis",
+        otel.name = name,
+        otel.kind = "client",
+        db.system.name = "redis",
+        db.operation.name = operation,
+    )
+}
+
 impl RedisHealth {
     /// Records the outcome of a call and passes it on.
     pub fn record<T>(&self, outcome: Result<T, RedisError>) -> Result<T, LinkError> {

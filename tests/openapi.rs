@@ -33,11 +33,12 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/admin/audit", &["get"]),
     ("/healthz", &["get"]),
     ("/readyz", &["get"]),
+    ("/metrics", &["get"]),
     ("/openapi.json", &["get"]),
 ];
 
 /// The routes that need no token.
-const OPEN: [&str; 3] = ["/healthz", "/readyz", "/openapi.json"];
+const OPEN: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/openapi.json"];
 
 const HTTP_METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",

@@ -67,6 +67,11 @@ PY
 
 export TOOLGATE_JWT_SECRET=load-benchmark-secret-of-32-bytes!!
 export TOOLGATE_LOG_LEVEL=warn
+# One subject sends tens of thousands of reads per second here, far past the default agent-read
+# limit (100/s). The limiter stays on, so that its lookup is part of what is measured, with a
+# budget this load never spends.
+export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
+export TOOLGATE_RATE_LIMIT_AGENT_READS_BURST=1000000000
 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/data" --seed "$WORK/catalog.json" > "$WORK/out" &
 PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.05; done

@@ -47,6 +47,8 @@ export TOOLGATE_JWT_SECRET=sse-benchmark-secret-of-32-bytes!!
 export TOOLGATE_LOG_LEVEL=warn
 # Every claim set holds SUBSCRIBERS / CLAIM_SETS streams of one subject.
 export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
+# Every subject opens all its streams at once: let the stream-open rate limit allow that burst.
+export TOOLGATE_RATE_LIMIT_STREAMS_BURST=$TOOLGATE_MAX_STREAMS_PER_SUBJECT
 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/data" --seed "$WORK/catalog.json" > "$WORK/out" &
 PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.05; done

@@ -16,6 +16,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::AsyncCommands;
 use tokio::sync::{Notify, watch};
+use tracing::Instrument as _;
 
 use super::local::announce;
 use super::{CatalogChange, ChangeBus, Heard};
@@ -60,20 +61,24 @@ impl ChangeBus for RedisBus {
     fn publish(&self, change: CatalogChange) {
         announce(&self.heard, change.revision);
         let link = Arc::clone(&self.link);
-        tokio::spawn(async move {
-            let message = match serde_json::to_string(&change) {
-                Ok(message) => message,
-                Err(error) => {
-                    tracing::error!(%error, "cannot encode a catalog change");
-                    return;
+        let span = crate::redis_link::command_span("redis PUBLISH", "PUBLISH");
+        tokio::spawn(
+            async move {
+                let message = match serde_json::to_string(&change) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        tracing::error!(%error, "cannot encode a catalog change");
+                        return;
+                    }
+                };
+                let mut connection = link.commands();
+                let sent: Result<i64, _> = connection.publish(CHANNEL, message).await;
+                if let Err(error) = link.health().record(sent) {
+                    tracing::warn!(%error, revision = change.revision, "the change was not announced on Redis");
                 }
-            };
-            let mut connection = link.commands();
-            let sent: Result<i64, _> = connection.publish(CHANNEL, message).await;
-            if let Err(error) = link.health().record(sent) {
-                tracing::warn!(%error, revision = change.revision, "the change was not announced on Redis");
             }
-        });
+            .instrument(span),
+        );
     }
 
     fn subscribe(&self) -> watch::Receiver<Heard> {

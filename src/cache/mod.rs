@@ -37,6 +37,8 @@ pub struct RenderedManifest {
     pub etag: String,
     pub revision: u64,
     pub tool_count: usize,
+    /// No policy granted the claims any group (counted as `agent_access_denied`).
+    pub denied: bool,
 }
 
 #[derive(Default)]
@@ -139,6 +141,7 @@ mod tests {
             etag: "\"x\"".into(),
             revision,
             tool_count: 0,
+            denied: false,
         })
     }
 

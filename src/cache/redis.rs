@@ -23,11 +23,12 @@ use std::sync::{Arc, Mutex};
 
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
+use tracing::Instrument as _;
 
 use crate::domain::access::Access;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::snapshot::Snapshot;
-use crate::redis_link::{RESPONSE_TIMEOUT, RedisLink};
+use crate::redis_link::{RESPONSE_TIMEOUT, RedisLink, command_span};
 
 /// Seconds an access entry lives (the reference design's value).
 pub const ACCESS_TTL_SECS: u64 = 300;
@@ -78,7 +79,8 @@ impl SharedCache {
         let key = access_key(fingerprint);
         let read =
             tokio::time::timeout(RESPONSE_TIMEOUT, connection.get::<_, Option<Vec<u8>>>(&key));
-        let value = match read.await {
+        let span = command_span("redis GET", "GET");
+        let value = match crate::telemetry::in_span(&span, read).await {
             Ok(answer) => health.record(answer).ok()??,
             Err(_) => {
                 health.mark_down("a Redis read timed out");
@@ -118,16 +120,20 @@ impl SharedCache {
         };
         let key = access_key(fingerprint);
         let link = Arc::clone(&self.link);
-        tokio::spawn(async move {
-            let mut pipe = redis::pipe();
-            pipe.set_ex(&key, value, ACCESS_TTL_SECS).ignore();
-            for (key, value) in groups {
-                pipe.set_ex(key, value, GROUP_TTL_SECS).ignore();
+        let span = command_span("redis SET", "SET");
+        tokio::spawn(
+            async move {
+                let mut pipe = redis::pipe();
+                pipe.set_ex(&key, value, ACCESS_TTL_SECS).ignore();
+                for (key, value) in groups {
+                    pipe.set_ex(key, value, GROUP_TTL_SECS).ignore();
+                }
+                let mut connection = link.commands();
+                let written: Result<(), _> = pipe.query_async(&mut connection).await;
+                let _ = link.health().record(written);
             }
-            let mut connection = link.commands();
-            let written: Result<(), _> = pipe.query_async(&mut connection).await;
-            let _ = link.health().record(written);
-        });
+            .instrument(span),
+        );
     }
 
     /// The granted groups not yet written at `access.revision`, now marked as written.

@@ -1,11 +1,13 @@
 //! The environment variables as a [`Layer`]: `TOOLGATE_` + the TOML key (with the section name
-//! for `[mongodb]`, `[redis]` and `[log]`), plus the conventional `RUST_LOG`.
+//! for `[mongodb]`, `[redis]` and `[log]`; `TOOLGATE_RATE_LIMIT_` + the key for
+//! `[rate_limits]`), plus the conventional `RUST_LOG` and, for `[telemetry]`, the standard
+//! OpenTelemetry variables ([`OTEL_VARIABLES`]).
 
 use std::path::PathBuf;
 
 use crate::domain::model::ClaimMatcher;
 
-use super::layer::{self, Layer};
+use super::layer::{self, BudgetLayer, Layer};
 use super::{ConfigError, Environment, Secret};
 
 /// Every variable toolgate reads; any other `TOOLGATE_*` variable is reported as a likely typo.
@@ -30,6 +32,20 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_MAX_STREAMS_PER_SUBJECT",
     "TOOLGATE_LOG_FORMAT",
     "TOOLGATE_LOG_LEVEL",
+    "TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC",
+    "TOOLGATE_RATE_LIMIT_AGENT_READS_BURST",
+    "TOOLGATE_RATE_LIMIT_STREAMS_PER_SEC",
+    "TOOLGATE_RATE_LIMIT_STREAMS_BURST",
+    "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_PER_SEC",
+    "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_BURST",
+];
+
+/// The standard OpenTelemetry variables toolgate reads itself (the SDK reads the other
+/// `OTEL_*` ones, such as `OTEL_EXPORTER_OTLP_HEADERS`, directly).
+pub const OTEL_VARIABLES: &[&str] = &[
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_SERVICE_NAME",
 ];
 
 /// Reads and checks the variables in `env`.
@@ -39,6 +55,20 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         env.get(name)
             .map(|t| layer::integer(name, t).and_then(|n| layer::at_least_one(name, n)))
             .transpose()
+    };
+    let budget = |class: &str| -> Result<BudgetLayer, ConfigError> {
+        let per_second = format!("TOOLGATE_RATE_LIMIT_{class}_PER_SEC");
+        let burst = format!("TOOLGATE_RATE_LIMIT_{class}_BURST");
+        Ok(BudgetLayer {
+            per_second: env
+                .get(&per_second)
+                .map(|t| layer::integer(&per_second, t).and_then(|n| layer::rate(&per_second, n)))
+                .transpose()?,
+            burst: env
+                .get(&burst)
+                .map(|t| layer::integer(&burst, t).and_then(|n| layer::burst(&burst, n)))
+                .transpose()?,
+        })
     };
     // TOOLGATE_LOG_LEVEL is toolgate's own; RUST_LOG is honoured as the usual fallback.
     let log_level = match env.get("TOOLGATE_LOG_LEVEL") {
@@ -77,6 +107,18 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
             .map(|t| layer::log_format("TOOLGATE_LOG_FORMAT", t))
             .transpose()?,
         log_level,
+        otlp_endpoint: env
+            .get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .map(|t| layer::otlp_endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", t))
+            .transpose()?,
+        otlp_protocol: env
+            .get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            .map(|t| layer::otlp_protocol("OTEL_EXPORTER_OTLP_PROTOCOL", t))
+            .transpose()?,
+        otel_service_name: text("OTEL_SERVICE_NAME"),
+        agent_reads: budget("AGENT_READS")?,
+        streams: budget("STREAMS")?,
+        admin_writes: budget("ADMIN_WRITES")?,
     })
 }
 

@@ -8,7 +8,8 @@ use super::ConfigError;
 /// The prefix of every toolgate variable.
 pub const PREFIX: &str = "TOOLGATE_";
 
-/// The `TOOLGATE_*` variables (and `RUST_LOG`) at one moment.
+/// The `TOOLGATE_*` variables (and `RUST_LOG` and the `OTEL_*` ones toolgate reads) at one
+/// moment.
 ///
 /// An empty value counts as *not set*: `TOOLGATE_REDIS_URL=` in a compose file then means
 /// "no Redis" rather than "a Redis at the empty URL".
@@ -74,5 +75,5 @@ impl std::fmt::Debug for Environment {
 }
 
 fn is_ours(name: &str) -> bool {
-    name.starts_with(PREFIX) || name == "RUST_LOG"
+    name.starts_with(PREFIX) || name == "RUST_LOG" || super::env::OTEL_VARIABLES.contains(&name)
 }

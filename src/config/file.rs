@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::domain::model::ClaimMatcher;
 
-use super::layer::{self, Layer, non_empty};
+use super::layer::{self, BudgetLayer, Layer, non_empty};
 use super::{ConfigError, Secret};
 
 /// The whole file. Every section and key is optional.
@@ -26,6 +26,10 @@ struct FileConfig {
     redis: RedisSection,
     #[serde(default)]
     log: LogSection,
+    #[serde(default)]
+    telemetry: TelemetrySection,
+    #[serde(default)]
+    rate_limits: RateLimitsSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -77,6 +81,25 @@ struct LogSection {
     level: Option<String>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TelemetrySection {
+    otlp_endpoint: Option<String>,
+    otlp_protocol: Option<String>,
+    service_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RateLimitsSection {
+    agent_reads_per_sec: Option<u64>,
+    agent_reads_burst: Option<u64>,
+    streams_per_sec: Option<u64>,
+    streams_burst: Option<u64>,
+    admin_writes_per_sec: Option<u64>,
+    admin_writes_burst: Option<u64>,
+}
+
 /// Reads and checks the file at `path`.
 pub(super) fn read(path: &Path) -> Result<Layer, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::FileRead {
@@ -99,6 +122,17 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             .map(|v| layer::at_least_one(&named(key), v))
             .transpose()
     };
+    let budget = |class: &str, per_second: Option<u64>, burst: Option<u64>| {
+        Ok::<_, ConfigError>(BudgetLayer {
+            per_second: per_second
+                .map(|v| layer::rate(&named(&format!("rate_limits.{class}_per_sec")), v))
+                .transpose()?,
+            burst: burst
+                .map(|v| layer::burst(&named(&format!("rate_limits.{class}_burst")), v))
+                .transpose()?,
+        })
+    };
+    let limits = &file.rate_limits;
     Ok(Layer {
         listen: non_empty(file.server.listen)
             .map(|text| layer::listen_address(&named("server.listen"), &text))
@@ -135,5 +169,23 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         log_level: non_empty(file.log.level)
             .map(|text| layer::log_level(&named("log.level"), &text))
             .transpose()?,
+        otlp_endpoint: non_empty(file.telemetry.otlp_endpoint)
+            .map(|text| layer::otlp_endpoint(&named("telemetry.otlp_endpoint"), &text))
+            .transpose()?,
+        otlp_protocol: non_empty(file.telemetry.otlp_protocol)
+            .map(|text| layer::otlp_protocol(&named("telemetry.otlp_protocol"), &text))
+            .transpose()?,
+        otel_service_name: non_empty(file.telemetry.service_name),
+        agent_reads: budget(
+            "agent_reads",
+            limits.agent_reads_per_sec,
+            limits.agent_reads_burst,
+        )?,
+        streams: budget("streams", limits.streams_per_sec, limits.streams_burst)?,
+        admin_writes: budget(
+            "admin_writes",
+            limits.admin_writes_per_sec,
+            limits.admin_writes_burst,
+        )?,
     })
 }

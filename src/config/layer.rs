@@ -11,6 +11,7 @@ use crate::domain::claims::{ClaimPath, CompiledMatcher};
 use crate::domain::model::ClaimMatcher;
 
 use super::{ConfigError, LogFormat, Secret};
+use crate::telemetry::OtlpProtocol;
 
 /// Settings from one source; `None` means "this source does not say".
 #[derive(Debug, Default)]
@@ -34,6 +35,28 @@ pub(super) struct Layer {
     pub max_streams_per_subject: Option<u64>,
     pub log_format: Option<LogFormat>,
     pub log_level: Option<String>,
+    pub otlp_endpoint: Option<String>,
+    pub otlp_protocol: Option<OtlpProtocol>,
+    pub otel_service_name: Option<String>,
+    pub agent_reads: BudgetLayer,
+    pub streams: BudgetLayer,
+    pub admin_writes: BudgetLayer,
+}
+
+/// One rate-limit class as one source gives it; `per_second` 0 means "not limited".
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct BudgetLayer {
+    pub per_second: Option<u32>,
+    pub burst: Option<u32>,
+}
+
+impl BudgetLayer {
+    fn overlaid_by(self, higher: BudgetLayer) -> BudgetLayer {
+        BudgetLayer {
+            per_second: higher.per_second.or(self.per_second),
+            burst: higher.burst.or(self.burst),
+        }
+    }
 }
 
 impl Layer {
@@ -61,6 +84,12 @@ impl Layer {
                 .or(self.max_streams_per_subject),
             log_format: higher.log_format.or(self.log_format),
             log_level: higher.log_level.or(self.log_level),
+            otlp_endpoint: higher.otlp_endpoint.or(self.otlp_endpoint),
+            otlp_protocol: higher.otlp_protocol.or(self.otlp_protocol),
+            otel_service_name: higher.otel_service_name.or(self.otel_service_name),
+            agent_reads: self.agent_reads.overlaid_by(higher.agent_reads),
+            streams: self.streams.overlaid_by(higher.streams),
+            admin_writes: self.admin_writes.overlaid_by(higher.admin_writes),
         }
     }
 }
@@ -95,6 +124,67 @@ pub(super) fn integer(setting: &str, text: &str) -> Result<u64, ConfigError> {
             format!("'{text}' is not a whole number; expected e.g. 30"),
         )
     })
+}
+
+/// A rate: requests per second, 0 for "not limited", at most `u32::MAX`.
+pub(super) fn rate(setting: &str, value: u64) -> Result<u32, ConfigError> {
+    u32::try_from(value).map_err(|_| {
+        ConfigError::invalid(
+            setting,
+            format!(
+                "{value} is too large; expected at most {} (or 0: no limit)",
+                u32::MAX
+            ),
+        )
+    })
+}
+
+/// A burst: at least 1, at most `u32::MAX`.
+pub(super) fn burst(setting: &str, value: u64) -> Result<u32, ConfigError> {
+    at_least_one(setting, value)?;
+    u32::try_from(value).map_err(|_| {
+        ConfigError::invalid(
+            setting,
+            format!("{value} is too large; expected at most {}", u32::MAX),
+        )
+    })
+}
+
+/// The OTLP collector's base URL (`http://host:4318`): http or https, with a host. The signal
+/// paths (`/v1/traces`, `/v1/metrics`) are appended to it, as the OpenTelemetry spec says for
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`.
+pub(super) fn otlp_endpoint(setting: &str, text: &str) -> Result<String, ConfigError> {
+    let text = text.trim();
+    let uri: axum::http::Uri = text.parse().map_err(|_| {
+        ConfigError::invalid(
+            setting,
+            format!("'{text}' is not a URL; expected e.g. http://localhost:4318"),
+        )
+    })?;
+    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
+    if !scheme_ok || uri.host().is_none() {
+        return Err(ConfigError::invalid(
+            setting,
+            format!(
+                "'{text}' is not an http(s) URL with a host; expected e.g. http://localhost:4318"
+            ),
+        ));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
+}
+
+/// `http/protobuf`, the one OTLP transport this build exports with.
+pub(super) fn otlp_protocol(setting: &str, text: &str) -> Result<OtlpProtocol, ConfigError> {
+    match text.trim() {
+        "http/protobuf" => Ok(OtlpProtocol::HttpProtobuf),
+        other => Err(ConfigError::invalid(
+            setting,
+            format!(
+                "'{other}' is not supported; this build exports OTLP over 'http/protobuf' \
+                 (a collector's port 4318), not gRPC or JSON"
+            ),
+        )),
+    }
 }
 
 /// `text` or `json`.

@@ -28,9 +28,11 @@ use std::time::Duration;
 
 use crate::auth::AuthSettings;
 use crate::domain::model::ClaimMatcher;
+use crate::http::limit::{Budget, RateLimits};
+use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
-pub use env::KNOWN_VARIABLES;
+pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use secret::Secret;
@@ -57,6 +59,8 @@ pub const DEFAULT_REVISION_POLL_SECS: u64 = 5;
 pub const DEFAULT_MAX_STREAMS_PER_SUBJECT: u64 = 16;
 /// Default log filter.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
+/// Default `service.name` of exported traces and metrics.
+pub const DEFAULT_OTEL_SERVICE_NAME: &str = "toolgate";
 
 /// How log lines are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -136,6 +140,14 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// `tracing` filter directives, already checked (e.g. `info`, `toolgate=debug,info`).
     pub log_level: String,
+    /// Base URL of the OTLP collector; traces and metrics are exported only when it is set.
+    pub otlp_endpoint: Option<String>,
+    /// How OTLP is sent.
+    pub otlp_protocol: OtlpProtocol,
+    /// `service.name` of what is exported.
+    pub otel_service_name: String,
+    /// Requests per subject and route class.
+    pub rate_limits: RateLimits,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
     pub warnings: Vec<String>,
 }
@@ -187,6 +199,7 @@ impl Settings {
         dev_mode: bool,
         warnings: Vec<String>,
     ) -> Settings {
+        let defaults = RateLimits::default();
         Settings {
             listen: layer.listen.unwrap_or_else(default_listen),
             config_file,
@@ -232,6 +245,16 @@ impl Settings {
             log_level: layer
                 .log_level
                 .unwrap_or_else(|| DEFAULT_LOG_LEVEL.to_owned()),
+            otlp_endpoint: layer.otlp_endpoint,
+            otlp_protocol: layer.otlp_protocol.unwrap_or_default(),
+            otel_service_name: layer
+                .otel_service_name
+                .unwrap_or_else(|| DEFAULT_OTEL_SERVICE_NAME.to_owned()),
+            rate_limits: RateLimits {
+                agent_reads: budget(layer.agent_reads, defaults.agent_reads),
+                streams: budget(layer.streams, defaults.streams),
+                admin_writes: budget(layer.admin_writes, defaults.admin_writes),
+            },
             warnings,
         }
     }
@@ -247,6 +270,15 @@ impl Settings {
             return Err(ConfigError::NoKeyMaterial);
         }
         Ok(self)
+    }
+
+    /// Where and as what to export traces and metrics; `None` when no endpoint is set.
+    pub fn otlp(&self) -> Option<OtlpSettings> {
+        self.otlp_endpoint.as_ref().map(|endpoint| OtlpSettings {
+            endpoint: endpoint.clone(),
+            protocol: self.otlp_protocol,
+            service_name: self.otel_service_name.clone(),
+        })
     }
 
     /// What the token verifier needs ([`crate::auth::Verifier::new`]).
@@ -302,6 +334,16 @@ fn default_listen() -> SocketAddr {
 /// auth module applies when none is configured.
 pub fn default_admin_rule() -> Vec<ClaimMatcher> {
     crate::auth::AdminRule::default_matchers()
+}
+
+/// A class's budget: what the layers say over the default; a rate of 0 turns the limit off.
+fn budget(layer: layer::BudgetLayer, default: Option<Budget>) -> Option<Budget> {
+    let default_rate = default.map_or(0, |budget| budget.per_second.get());
+    let default_burst = default.map_or(1, |budget| budget.burst.get());
+    Budget::new(
+        layer.per_second.unwrap_or(default_rate),
+        layer.burst.unwrap_or(default_burst),
+    )
 }
 
 /// Sizes beyond the address space cannot be honoured anyway; the largest one can.

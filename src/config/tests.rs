@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::http::limit::{Budget, RateLimits};
+use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 /// A default-file path that never exists, so tests ignore the developer's own config.
 const NO_DEFAULT: &str = "/nonexistent/toolgate-test/toolgate.toml";
@@ -60,7 +62,117 @@ fn defaults_apply_when_nothing_is_set() {
     assert_eq!(settings.max_streams_per_subject, 16);
     assert_eq!(settings.log_format, LogFormat::Text);
     assert_eq!(settings.log_level, "info");
+    assert_eq!(settings.otlp(), None, "no endpoint: nothing exported");
+    assert_eq!(settings.otel_service_name, "toolgate");
+    assert_eq!(settings.rate_limits, RateLimits::default());
     assert!(settings.warnings.is_empty());
+}
+
+#[test]
+fn rate_limits_come_from_file_and_environment_and_zero_turns_one_off() {
+    let (_dir, path) = toml_file(
+        r#"
+        [rate_limits]
+        agent_reads_per_sec = 7
+        agent_reads_burst = 9
+        streams_per_sec = 0
+        admin_writes_burst = 3
+        "#,
+    );
+    let settings = load(
+        &with_config(&path),
+        &env(&[("TOOLGATE_RATE_LIMIT_AGENT_READS_BURST", "11")]),
+    )
+    .expect("loads");
+    let limits = settings.rate_limits;
+    assert_eq!(limits.agent_reads, Budget::new(7, 11), "env beats file");
+    assert_eq!(limits.streams, None, "a rate of 0 is no limit");
+    assert_eq!(
+        limits.admin_writes,
+        Budget::new(crate::http::limit::DEFAULT_ADMIN_WRITES.per_second.get(), 3),
+        "the default rate with the burst given"
+    );
+
+    let cases: &[(&str, &[Pair], &str)] = &[
+        (
+            "zero burst",
+            &[("TOOLGATE_RATE_LIMIT_STREAMS_BURST", "0")],
+            "TOOLGATE_RATE_LIMIT_STREAMS_BURST",
+        ),
+        (
+            "huge rate",
+            &[("TOOLGATE_RATE_LIMIT_ADMIN_WRITES_PER_SEC", "5000000000")],
+            "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_PER_SEC",
+        ),
+        (
+            "not a number",
+            &[("TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC", "lots")],
+            "TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC",
+        ),
+    ];
+    for (name, pairs, setting) in cases {
+        let text = load(&Overrides::default(), &env(pairs))
+            .expect_err(name)
+            .to_string();
+        assert!(text.starts_with(setting), "{name}: {text}");
+    }
+    let (_dir, path) = toml_file(
+        "[rate_limits]
+streams_burst = 0
+",
+    );
+    let text = load(&with_config(&path), &env(&[]))
+        .expect_err("zero burst")
+        .to_string();
+    assert!(text.starts_with("rate_limits.streams_burst in "), "{text}");
+}
+
+#[test]
+fn otlp_export_is_set_by_the_standard_variables() {
+    let settings = load(
+        &Overrides::default(),
+        &env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+            ("OTEL_SERVICE_NAME", "toolgate-eu"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ]),
+    )
+    .expect("loads");
+    assert_eq!(
+        settings.otlp(),
+        Some(OtlpSettings {
+            endpoint: "http://collector:4318".into(),
+            protocol: OtlpProtocol::HttpProtobuf,
+            service_name: "toolgate-eu".into(),
+        })
+    );
+    assert!(
+        settings.warnings.is_empty(),
+        "OTEL_* are not misspelt TOOLGATE_*"
+    );
+
+    let (_dir, path) = toml_file("[telemetry]\notlp_endpoint = \"https://otel.example:4318\"\n");
+    let from_file = load(&with_config(&path), &env(&[])).expect("loads");
+    assert_eq!(
+        from_file.otlp().map(|otlp| otlp.endpoint),
+        Some("https://otel.example:4318".to_owned())
+    );
+
+    for (pairs, setting) in [
+        (
+            [("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ),
+        (
+            [("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")],
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+        ),
+    ] {
+        let text = load(&Overrides::default(), &env(&pairs))
+            .expect_err(setting)
+            .to_string();
+        assert!(text.starts_with(setting), "{text}");
+    }
 }
 
 #[test]
@@ -463,6 +575,7 @@ fn the_example_file_with_every_key_uncommented_loads() {
     assert!(settings.seed.is_some() && settings.mongodb_uri.is_some());
     assert!(settings.redis_url.is_some() && settings.jwt_issuer.is_some());
     assert!(settings.jwt_audience.is_some());
+    assert!(settings.otlp().is_some());
 }
 
 #[test]

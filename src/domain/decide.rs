@@ -149,7 +149,9 @@ impl Snapshot {
             self.narrow_by_tool_names(&mut result, names);
         }
         let entries = self.entries(&result, &decision.granted_groups);
-        Manifest::new(self, entries, warnings, options.include_disabled)
+        let mut manifest = Manifest::new(self, entries, warnings, options.include_disabled);
+        manifest.denied = decision.granted_groups.is_empty();
+        manifest
     }
 
     /// `group=`: members of the listed granted groups only. Never widens: only groups that

@@ -137,6 +137,9 @@ pub struct Manifest<'s> {
     pub(super) warnings: Vec<String>,
     pub(super) include_disabled: bool,
     pub(super) etag: String,
+    /// No matching policy granted any group (the reference design's "access denied"); request
+    /// options that narrow the manifest to nothing do not count.
+    pub(super) denied: bool,
 }
 
 impl<'s> Manifest<'s> {
@@ -153,6 +156,7 @@ impl<'s> Manifest<'s> {
             warnings,
             include_disabled,
             etag,
+            denied: false,
         }
     }
 
@@ -194,6 +198,11 @@ impl<'s> Manifest<'s> {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Whether the claims were granted no group at all.
+    pub fn is_denied(&self) -> bool {
+        self.denied
     }
 
     pub fn warnings(&self) -> &[String] {

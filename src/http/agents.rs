@@ -5,20 +5,24 @@
 //! rendered only on a miss, once per (claims, options, revision).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use tracing::field::Empty;
 
 use super::AppState;
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
+use super::limit::RouteClass;
 use crate::cache::{CacheKey, RenderedManifest};
 use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
+use crate::telemetry::metrics::CacheOutcome;
 
 /// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
 /// boolean is a 400 that names it, so a typo (`groups=`) never silently widens a manifest.
@@ -82,6 +86,7 @@ pub async fn list_tools(
     QueryPairs(pairs): QueryPairs,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    state.limit(RouteClass::AgentReads, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
     query.authorize(&agent)?;
     let snapshot = state.catalog.snapshot();
@@ -98,59 +103,96 @@ pub async fn list_tools(
     ))
 }
 
-/// The cached rendering of this agent's manifest. On a miss: the access decision another
-/// instance shared for these claims at this revision if there is one (no claim evaluation),
-/// else the claims evaluated here, and shared.
+/// The cached rendering of this agent's manifest, counted as one resolution (metrics, and a
+/// `resolve` span saying how it was served and how many tools it holds).
 pub async fn rendered_manifest(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
+    let started = Instant::now();
+    let span = tracing::debug_span!(
+        "resolve",
+        otel.name = "resolve manifest",
+        revision = snapshot.revision(),
+        cache = Empty,
+        tools = Empty,
+    );
+    let (rendered, outcome) =
+        crate::telemetry::in_span(&span, resolve(state, snapshot, claims, options)).await;
+    span.record("cache", outcome.name())
+        .record("tools", rendered.tool_count);
+    state.metrics.resolution(
+        outcome,
+        rendered.tool_count,
+        rendered.denied,
+        started.elapsed(),
+    );
+    rendered
+}
+
+/// On a miss: the access decision another instance shared for these claims at this revision
+/// if there is one (no claim evaluation), else the claims evaluated here, and shared.
+async fn resolve(
+    state: &AppState,
+    snapshot: &Snapshot,
+    claims: &Claims,
+    options: ManifestOptions,
+) -> (Arc<RenderedManifest>, CacheOutcome) {
     let Some(shared) = &state.shared else {
-        return render_local(state, snapshot, claims, options);
+        return local(state, snapshot, claims, options);
     };
     let key = CacheKey {
         fingerprint: Fingerprint::of(claims),
         options,
     };
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
-        return hit;
+        return (hit, CacheOutcome::Hit);
     }
     let access = shared.access(&key.fingerprint, snapshot.revision()).await;
     let rebuilt = access
         .as_ref()
         .and_then(|access| snapshot.manifest_for_access(access, &key.options));
-    let rendered = match rebuilt {
-        Some(manifest) => render(&manifest),
+    let (rendered, outcome) = match rebuilt {
+        Some(manifest) => (render(&manifest), CacheOutcome::Shared),
         None => {
             let (manifest, access) = snapshot.manifest_with_access(claims, &key.options);
             shared.remember(&key.fingerprint, access, snapshot);
-            render(&manifest)
+            (render(&manifest), CacheOutcome::Miss)
         }
     };
     state.cache.insert(key, Arc::clone(&rendered));
-    rendered
+    (rendered, outcome)
 }
 
-/// [`rendered_manifest`] without the shared cache, for callers that cannot wait (a stream
-/// resynchronising from inside its event loop).
+/// [`rendered_manifest`] without the shared cache and uncounted, for callers that cannot wait
+/// (a stream resynchronising from inside its event loop).
 pub fn render_local(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
+    local(state, snapshot, claims, options).0
+}
+
+fn local(
+    state: &AppState,
+    snapshot: &Snapshot,
+    claims: &Claims,
+    options: ManifestOptions,
+) -> (Arc<RenderedManifest>, CacheOutcome) {
     let key = CacheKey {
         fingerprint: Fingerprint::of(claims),
         options,
     };
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
-        return hit;
+        return (hit, CacheOutcome::Hit);
     }
     let rendered = render(&snapshot.manifest(claims, &key.options));
     state.cache.insert(key, Arc::clone(&rendered));
-    rendered
+    (rendered, CacheOutcome::Miss)
 }
 
 fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
@@ -159,6 +201,7 @@ fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
         etag: manifest.etag().to_owned(),
         revision: manifest.revision(),
         tool_count: manifest.len(),
+        denied: manifest.is_denied(),
     })
 }
 

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::errors::ApiError;
+use super::limit::RouteClass;
 use crate::auth::bearer_token;
 use crate::domain::claims::Claims;
 use crate::domain::validate::{ErrorKind, FieldError};
@@ -23,13 +24,17 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// The `sub` claim, for audit records (`""` when absent).
-    pub fn subject(&self) -> String {
+    /// The `sub` claim (`""` when absent or not a string).
+    pub fn sub(&self) -> &str {
         self.claims
             .get("sub")
             .and_then(|sub| sub.as_str())
             .unwrap_or_default()
-            .to_owned()
+    }
+
+    /// The `sub` claim, owned, for audit records (`""` when absent).
+    pub fn subject(&self) -> String {
+        self.sub().to_owned()
     }
 }
 
@@ -47,7 +52,21 @@ impl FromRequestParts<AppState> for Agent {
             })
             .transpose()?;
         let token = bearer_token(header)?;
-        let verified = state.verifier.verify(token).await?;
+        let span = tracing::debug_span!(
+            "verify_token",
+            otel.name = "verify token",
+            outcome = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let verified = crate::telemetry::in_span(&span, state.verifier.verify(token)).await;
+        match &verified {
+            Ok(_) => span.record("outcome", "ok"),
+            // A fixed description per kind of failure: nothing from the token itself.
+            Err(error) => span
+                .record("outcome", error.description())
+                .record("otel.status_code", "error"),
+        };
+        let verified = verified?;
         let is_admin = state.admin_rule.is_admin(&verified.claims);
         if let Some(sub) = verified.claims.get("sub").and_then(|sub| sub.as_str()) {
             tracing::Span::current().record("subject", subject_hash(sub).as_str());
@@ -67,7 +86,8 @@ pub fn subject_hash(sub: &str) -> String {
     hash.to_hex()[..16].to_owned()
 }
 
-/// An authenticated caller that passes the admin rule; others get 403.
+/// An authenticated caller that passes the admin rule; others get 403. A request other than
+/// `GET`/`HEAD` also takes one from the subject's admin-write budget (429 once spent).
 pub struct Admin(pub Agent);
 
 impl FromRequestParts<AppState> for Admin {
@@ -79,6 +99,9 @@ impl FromRequestParts<AppState> for Admin {
             return Err(ApiError::Forbidden(
                 "this endpoint requires an admin token (see the admin rule)".to_owned(),
             ));
+        }
+        if !parts.method.is_safe() {
+            state.limit(RouteClass::AdminWrites, &agent)?;
         }
         Ok(Admin(agent))
     }

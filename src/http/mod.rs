@@ -9,8 +9,11 @@ pub mod agents;
 mod bench;
 pub mod errors;
 pub mod extract;
+pub mod limit;
 pub mod openapi;
 mod ops;
+mod request_metrics;
+mod request_span;
 pub mod stream;
 
 use std::sync::Arc;
@@ -18,21 +21,24 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
-use axum::http::{HeaderName, Request};
+use axum::http::HeaderName;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
 
+use self::errors::ApiError;
+use self::extract::Agent;
+use self::limit::{Limiters, RouteClass};
 use crate::auth::{AdminRule, Verifier};
 use crate::cache::ManifestCache;
 use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
 use crate::service::CatalogService;
 use crate::stream::StreamHub;
+use crate::telemetry::Metrics;
 
 /// Everything a handler may use. Cheap to clone (all `Arc`s).
 #[derive(Clone)]
@@ -51,13 +57,29 @@ pub struct AppState {
     pub redis: Option<Arc<RedisLink>>,
     /// The cache shared with other instances through Redis, when configured.
     pub shared: Option<Arc<SharedCache>>,
+    /// This server's metrics (`GET /metrics`, OTLP).
+    pub metrics: Arc<Metrics>,
+    /// Per-subject rate limits.
+    pub limits: Arc<Limiters>,
+}
+
+impl AppState {
+    /// Takes one request of `class` from the caller's budget: 429 with `Retry-After` once the
+    /// subject has spent it.
+    pub fn limit(&self, class: RouteClass, caller: &Agent) -> Result<(), ApiError> {
+        self.limits.check(class, caller.sub()).map_err(|limited| {
+            self.metrics.rate_limited(class);
+            ApiError::from(limited)
+        })
+    }
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The whole application: routes plus request ids, tracing, timeouts, compression and panic
-/// containment. Streams are mounted outside the request timeout, which would cut them.
+/// The whole application: routes plus request ids, tracing, metrics, timeouts, compression and
+/// panic containment. Streams are mounted outside the request timeout, which would cut them.
 pub fn router(state: AppState, request_timeout: Duration) -> Router {
+    let metrics = Arc::clone(&state.metrics);
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
         .route("/api/agents/tools", get(agents::list_tools))
@@ -82,22 +104,8 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .with_state(state)
         .layer(CompressionLayer::new())
         .layer(CatchPanicLayer::custom(ops::panic_response))
-        .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                let request_id = request
-                    .headers()
-                    .get(&REQUEST_ID)
-                    .and_then(|value| value.to_str().ok())
-                    .unwrap_or("");
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    path = %request.uri().path(),
-                    request_id,
-                    subject = tracing::field::Empty,
-                )
-            }),
-        )
+        .layer(request_metrics::RecordRequestsLayer::new(metrics))
+        .layer(request_span::layer())
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
 }

@@ -61,7 +61,7 @@ pub async fn serve() -> Response {
 
 /// The error responses, shared as components (`#/components/responses/<name>`): status, name,
 /// description. Each route lists the ones it can answer with, per API.md.
-const PROBLEMS: [(u16, &str, &str); 9] = [
+const PROBLEMS: [(u16, &str, &str); 10] = [
     (
         400,
         "Malformed",
@@ -92,6 +92,12 @@ const PROBLEMS: [(u16, &str, &str); 9] = [
         422,
         "Invalid",
         "Well-formed but invalid content; `errors` names each field.",
+    ),
+    (
+        429,
+        "TooManyRequests",
+        "The subject (`sub`) spent its rate-limit budget for this class of routes (agent \
+         reads, stream opens, admin writes); `Retry-After` says when to try again.",
     ),
     (
         502,
@@ -179,6 +185,12 @@ fn components() -> Components {
         let mut response = ResponseBuilder::new()
             .description(description)
             .content(PROBLEM_JSON, json_content(schema_ref::<Problem>()));
+        if status == 429 {
+            response = response.header(
+                "Retry-After",
+                header_object("Seconds until the next request of this class would pass."),
+            );
+        }
         if status == 401 {
             response = response.header(
                 "WWW-Authenticate",
@@ -232,6 +244,7 @@ fn paths() -> Paths {
         .path("/admin/audit", admin_paths::audit())
         .path("/healthz", get(healthz()))
         .path("/readyz", get(readyz()))
+        .path("/metrics", get(metrics()))
         .path("/openapi.json", get(openapi_json()));
     paths.build()
 }
@@ -420,7 +433,7 @@ fn agent_manifest(operation_id: &str) -> Operation {
                 .header("ETag", header_object("The manifest's etag."))
                 .header("Cache-Control", header_object("`private, no-cache`.")),
         );
-    problems(builder, &[400, 401, 403]).build()
+    problems(builder, &[400, 401, 403, 429]).build()
 }
 
 fn healthz() -> OperationBuilder {
@@ -440,6 +453,22 @@ fn readyz() -> OperationBuilder {
             .content(JSON, json_content(schema_ref::<bodies::Readiness>())),
     );
     problems(operation, &[503])
+}
+
+fn metrics() -> OperationBuilder {
+    open_operation("metrics", "This instance's metrics").response(
+        "200",
+        ResponseBuilder::new()
+            .description(
+                "Prometheus text (exposition format 0.0.4): requests, resolutions, cache, \
+                 streams, store and Redis, rate limits. Labels hold route templates and \
+                 small enums, never identities.",
+            )
+            .content(
+                "text/plain",
+                json_content(ObjectBuilder::new().schema_type(Type::String).into()),
+            ),
+    )
 }
 
 fn openapi_json() -> OperationBuilder {

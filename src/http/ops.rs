@@ -1,5 +1,5 @@
-//! Operational endpoints (no token needed): `/healthz`, `/readyz`, `/openapi.json`; and the
-//! responses for unknown routes and contained panics.
+//! Operational endpoints (no token needed): `/healthz`, `/readyz`, `/metrics`,
+//! `/openapi.json`; and the responses for unknown routes and contained panics.
 
 use std::any::Any;
 
@@ -17,6 +17,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
         .route("/openapi.json", get(super::openapi::serve))
 }
 
@@ -49,6 +50,24 @@ async fn readyz(State(state): State<AppState>) -> Response {
         "checks": checks,
     }))
     .into_response()
+}
+
+/// The server's metrics as Prometheus text. Open like `/healthz`: label values are bounded
+/// enums and route templates, never identities.
+async fn metrics(State(state): State<AppState>) -> Response {
+    match state.metrics.render_prometheus() {
+        Ok(text) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                crate::telemetry::prometheus::CONTENT_TYPE,
+            )],
+            text,
+        )
+            .into_response(),
+        Err(error) => {
+            ApiError::Internal(format!("collecting metrics failed: {error}")).into_response()
+        }
+    }
 }
 
 pub async fn not_found(uri: axum::http::Uri) -> Response {

@@ -15,6 +15,7 @@ use super::AppState;
 use super::agents::{AgentQuery, render_local, rendered_manifest};
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
+use super::limit::RouteClass;
 use crate::stream::{Connection, Opening, SubscribeError};
 
 /// How long a client refused for too many streams should wait before retrying, seconds.
@@ -34,6 +35,7 @@ async fn stream_tools(
     QueryPairs(pairs): QueryPairs,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    state.limit(RouteClass::Streams, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
     query.authorize(&agent)?;
     if query.explain {

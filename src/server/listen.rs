@@ -36,7 +36,10 @@ const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for
 /// every open connection to finish its current exchange. Streams must be ended by the caller
-/// when `shutdown` resolves (they would otherwise never finish).
+/// when `shutdown` resolves (they would otherwise never finish). A connection still silent at
+/// that moment (nothing sent yet, so no exchange to finish) is closed at once: waiting for it
+/// would hold the shutdown for up to [`HEAD_TIMEOUT`] (an HTTP client's pool can open such a
+/// connection and never use it).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -49,6 +52,8 @@ pub async fn serve(
     let mut http2 = http2::Builder::new(TokioExecutor::new());
     http2.timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
+    // Tells connections still telling HTTP/1 from HTTP/2 that shutdown started.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -72,8 +77,13 @@ pub async fn serve(
         let service = TowerToHyperService::new(service);
         let (http1, http2) = (http1.clone(), http2.clone());
         let watcher = graceful.watcher();
+        let mut stop = stop.clone();
         tokio::spawn(async move {
-            let served = match tokio::time::timeout(HEAD_TIMEOUT, is_http2(&stream)).await {
+            let detected = tokio::select! {
+                detected = tokio::time::timeout(HEAD_TIMEOUT, is_http2(&stream)) => detected,
+                _ = stop.wait_for(|stopping| *stopping) => return, // silent until shutdown
+            };
+            let served = match detected {
                 Ok(Ok(false)) => {
                     let connection = http1.serve_connection(TokioIo::new(stream), service);
                     watcher.watch(connection).await
@@ -92,6 +102,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    let _ = stopping.send(true);
     graceful.shutdown().await;
     Ok(())
 }
@@ -154,6 +165,24 @@ mod tests {
         assert_eq!(server.peek(&mut first).await.expect("peek"), 1);
         assert_eq!(first[0], expected_first);
         verdict
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_never_speaks_does_not_hold_the_shutdown() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, Router::new(), async move {
+            let _ = stopped.await;
+        }));
+        let _silent = TcpStream::connect(addr).await.expect("connect");
+        tokio::time::sleep(Duration::from_millis(50)).await; // accepted, peeking
+        stop.send(()).expect("the server waits");
+        tokio::time::timeout(Duration::from_secs(2), server)
+            .await
+            .expect("shutdown does not wait for the silent connection")
+            .expect("task")
+            .expect("served");
     }
 
     #[tokio::test]

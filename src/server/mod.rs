@@ -23,13 +23,17 @@ use crate::cache::ManifestCache;
 use crate::cache::redis::SharedCache;
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
+use crate::http::limit::{Limiters, RateLimits};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::mongo::{CommitPathChoice, MongoStore};
+use crate::store::observed::ObservedStore;
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
+use crate::telemetry::observed::Observed;
+use crate::telemetry::{Metrics, OtlpSettings};
 
 mod listen;
 
@@ -66,6 +70,8 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         cache_capacity: CACHE_CAPACITY,
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
+        rate_limits: settings.rate_limits,
+        otlp: settings.otlp(),
         sse_buffer: SSE_BUFFER,
         redis_url: settings.redis_url.clone(),
         revision_poll,
@@ -151,6 +157,11 @@ pub struct ServerConfig {
     pub sse_ping: Duration,
     /// Concurrent streams per token subject (`sub`); more are refused with 429.
     pub max_streams_per_subject: usize,
+    /// Requests per subject and route class; more are refused with 429.
+    pub rate_limits: RateLimits,
+    /// Where this server's metrics are pushed besides `GET /metrics`; `None`: nowhere. (Traces
+    /// are process-wide: `telemetry::init` exports them.)
+    pub otlp: Option<OtlpSettings>,
     /// Events buffered per stream before it is coalesced.
     pub sse_buffer: usize,
     /// Redis for the shared cache and the change bus between instances (it may hold a
@@ -181,6 +192,8 @@ impl ServerConfig {
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
             sse_buffer: SSE_BUFFER,
+            rate_limits: RateLimits::default(),
+            otlp: None,
             redis_url: None,
             revision_poll: None,
         }
@@ -200,6 +213,13 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Running> {
     let store = config.store.open().await?;
+    // Building the OTLP exporter makes a blocking HTTP client: not on a runtime thread.
+    let otlp = config.otlp.clone();
+    let metrics = tokio::task::spawn_blocking(move || Metrics::new(otlp.as_ref()))
+        .await
+        .context("setting up metrics")??;
+    let metrics = Arc::new(metrics);
+    let store: Arc<dyn CatalogStore> = Arc::new(ObservedStore::new(store, Arc::clone(&metrics)));
     let redis = match &config.redis_url {
         Some(url) => Some(Arc::new(
             RedisLink::open(url.expose()).context("setting up the Redis connection")?,
@@ -239,13 +259,22 @@ pub async fn start(
             .as_ref()
             .map(|link| Arc::new(SharedCache::new(Arc::clone(link)))),
         redis,
+        metrics: Arc::clone(&metrics),
+        limits: Arc::new(Limiters::new(config.rate_limits)),
     };
+    metrics.observe(Observed {
+        cache: Arc::downgrade(&state.cache),
+        hub: Arc::downgrade(&state.hub),
+        catalog: Arc::downgrade(&state.catalog),
+        redis: state.redis.as_ref().map(Arc::downgrade),
+    });
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
     let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
+    let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.
     let hub = Arc::clone(&state.hub);
@@ -258,6 +287,9 @@ pub async fn start(
         // The refresher holds the catalog service (and so the store): end it with the server.
         refresher.abort();
         let _ = refresher.await;
+        forgetting.abort();
+        // The last metrics go to the collector, if there is one (a blocking export).
+        let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
         served
     });
     tracing::info!(%addr, revision = state.catalog.snapshot().revision(), "toolgate is listening");

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use chrono::Utc;
 use tokio::sync::{Mutex, watch};
+use tracing::Instrument as _;
 
 use super::diff::changes_between;
 use crate::bus::{CatalogChange, ChangeBus, LocalBus};
@@ -269,14 +270,18 @@ impl CatalogService {
             // the snapshot readers see.
             let (store, published) = (Arc::clone(&self.store), Arc::clone(&self.published));
             let bus = Arc::clone(&self.bus);
-            let committed = tokio::spawn(async move {
-                let result = store.commit(commit).await;
-                if result.is_ok() {
-                    published.publish(*snapshot);
-                    bus.publish(announcement);
+            // In the request's span, so that the commit's store and Redis spans are its children.
+            let committed = tokio::spawn(
+                async move {
+                    let result = store.commit(commit).await;
+                    if result.is_ok() {
+                        published.publish(*snapshot);
+                        bus.publish(announcement);
+                    }
+                    result
                 }
-                result
-            })
+                .in_current_span(),
+            )
             .await
             .map_err(|error| {
                 WriteError::Store(StoreError::Unavailable(format!(

@@ -18,6 +18,7 @@ use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup
 
 pub mod embedded;
 pub mod mongo;
+pub mod observed;
 
 /// The five collections, as named in URLs, audit records and store tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

@@ -29,7 +29,7 @@ pub struct Connection {
     render: Render,
     /// The etag the client holds.
     current: Arc<str>,
-    first: Option<Bytes>,
+    first: Option<(EventKind, Bytes)>,
     ping: Interval,
     expiry: Option<(Pin<Box<Sleep>>, i64)>,
     closed: bool,
@@ -61,13 +61,14 @@ impl Connection {
         let rendered = opening.rendered;
         let first = if opening.resumed {
             let data = serde_json::json!({"etag": rendered.etag, "revision": rendered.revision});
-            encode(
+            let bytes = encode(
                 EventKind::Unchanged,
                 Some(&rendered.etag),
                 data.to_string().as_bytes(),
-            )
+            );
+            (EventKind::Unchanged, bytes)
         } else {
-            tools_event(&rendered)
+            (EventKind::Tools, tools_event(&rendered))
         };
         let mut ping = tokio::time::interval_at(Instant::now() + ping, ping);
         ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -91,7 +92,8 @@ impl Connection {
     }
 
     async fn next_event(&mut self) -> Option<Bytes> {
-        if let Some(first) = self.first.take() {
+        if let Some((kind, first)) = self.first.take() {
+            self.subscription.sent(kind);
             return Some(first);
         }
         if self.closed {
@@ -123,6 +125,7 @@ impl Connection {
             match woke {
                 Woke::Expired(exp) => {
                     self.closed = true;
+                    self.subscription.sent(EventKind::TokenExpired);
                     let data = serde_json::json!({"exp": exp}).to_string();
                     return Some(encode(EventKind::TokenExpired, None, data.as_bytes()));
                 }
@@ -138,6 +141,7 @@ impl Connection {
                         return Some(self.resynchronise());
                     }
                     self.current = Arc::clone(&frame.to);
+                    self.subscription.sent(EventKind::ToolsChanged);
                     return Some(frame.bytes.clone());
                 }
             }
@@ -150,6 +154,7 @@ impl Connection {
         while self.subscription.frames.try_recv().is_ok() {}
         let rendered = (self.render)();
         self.current = Arc::from(rendered.etag.as_str());
+        self.subscription.sent(EventKind::Tools);
         tools_event(&rendered)
     }
 }

@@ -20,6 +20,24 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every event, for counting them.
+    pub const ALL: [EventKind; 4] = [
+        EventKind::Tools,
+        EventKind::ToolsChanged,
+        EventKind::Unchanged,
+        EventKind::TokenExpired,
+    ];
+
+    /// Position in [`EventKind::ALL`].
+    pub const fn index(self) -> usize {
+        match self {
+            EventKind::Tools => 0,
+            EventKind::ToolsChanged => 1,
+            EventKind::Unchanged => 2,
+            EventKind::TokenExpired => 3,
+        }
+    }
+
     pub const fn name(self) -> &'static str {
         match self {
             EventKind::Tools => "tools",

@@ -62,6 +62,8 @@ pub struct StreamHub {
     next_id: AtomicU64,
     /// Times a member was coalesced because its buffer was full.
     lagged: AtomicU64,
+    /// Events written to streams, by [`EventKind::index`].
+    sent: [AtomicU64; EventKind::ALL.len()],
 }
 
 #[derive(Default)]
@@ -118,6 +120,13 @@ impl Drop for Subscription {
     }
 }
 
+impl Subscription {
+    /// Counts an event this connection hands to its client.
+    pub fn sent(&self, kind: EventKind) {
+        self.hub.sent[kind.index()].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 impl StreamHub {
     pub fn new(limits: HubLimits) -> Arc<StreamHub> {
         Arc::new(StreamHub {
@@ -128,6 +137,7 @@ impl StreamHub {
             },
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
+            sent: Default::default(),
         })
     }
 
@@ -223,6 +233,11 @@ impl StreamHub {
     /// Times a connection fell behind and was coalesced to a fresh snapshot.
     pub fn lagged_count(&self) -> u64 {
         self.lagged.load(Ordering::Relaxed)
+    }
+
+    /// Events of `kind` written to streams since start.
+    pub fn events_sent(&self, kind: EventKind) -> u64 {
+        self.sent[kind.index()].load(Ordering::Relaxed)
     }
 
     /// Brings every group to `snapshot`: one manifest, one diff and one encoded event per

@@ -1,5 +1,10 @@
 //! `GET /admin/audit`: the change log, filtered by entity, id, actor and time range, paged by
 //! an opaque cursor (the last record's sequence number).
+//!
+//! `next_cursor` is set exactly when another matching record follows the page. That is asked
+//! of the store separately (one record after the page's last) rather than by reading one record
+//! more than the page: the store caps a query at [`AuditQuery::MAX_LIMIT`], so "one more" is
+//! impossible for a page of the largest size, which would then never have a next page.
 
 use axum::Json;
 use axum::extract::State;
@@ -10,7 +15,7 @@ use serde_json::json;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, QueryPairs};
-use crate::store::{AuditQuery, EntityKind};
+use crate::store::{AuditQuery, AuditRecord, CatalogStore, EntityKind, StoreError};
 
 pub async fn list(
     State(state): State<AppState>,
@@ -37,10 +42,11 @@ pub async fn list(
                 query.limit = value
                     .parse()
                     .ok()
-                    .filter(|n| (1..=1000).contains(n))
+                    .filter(|n| (1..=AuditQuery::MAX_LIMIT).contains(n))
                     .ok_or_else(|| {
                         ApiError::Malformed(format!(
-                            "limit must be a whole number from 1 to 1000, found '{value}'"
+                            "limit must be a whole number from 1 to {}, found '{value}'",
+                            AuditQuery::MAX_LIMIT
                         ))
                     })?
             }
@@ -51,17 +57,28 @@ pub async fn list(
             }
         }
     }
-    let limit = query.limit;
-    // One extra record tells whether another page follows.
-    query.limit = limit + 1;
-    let mut records = state.catalog.store().audit(query).await?;
-    let next_cursor = (records.len() > limit).then(|| {
-        records.truncate(limit);
-        records.last().map(|r| r.seq.to_string())
-    });
-    let body =
-        json!({"data": records, "count": records.len(), "next_cursor": next_cursor.flatten()});
+    let (records, next_cursor) = page(state.catalog.store().as_ref(), query).await?;
+    let body = json!({"data": records, "count": records.len(), "next_cursor": next_cursor});
     Ok(Json(body).into_response())
+}
+
+/// The records of `query` and, when more match after them, the cursor of the next page.
+async fn page(
+    store: &dyn CatalogStore,
+    query: AuditQuery,
+) -> Result<(Vec<AuditRecord>, Option<String>), StoreError> {
+    let records = store.audit(query.clone()).await?;
+    let Some(last) = records.last().filter(|_| records.len() == query.limit) else {
+        return Ok((records, None));
+    };
+    let probe = AuditQuery {
+        after_seq: Some(last.seq),
+        limit: 1,
+        ..query
+    };
+    let more = !store.audit(probe).await?.is_empty();
+    let cursor = more.then(|| last.seq.to_string());
+    Ok((records, cursor))
 }
 
 fn entity_kind(value: &str) -> Result<EntityKind, ApiError> {

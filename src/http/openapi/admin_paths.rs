@@ -113,9 +113,9 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
     );
     // A new openapi or mcp source is imported before it is stored: its fetch can fail (502).
     let create = if collection.kind == crate::store::EntityKind::Sources {
-        problems(create, &[400, 409, 413, 422, 502, 503])
+        problems(create, &[400, 409, 413, 422, 429, 502, 503])
     } else {
-        problems(create, &[400, 409, 413, 422, 503])
+        problems(create, &[400, 409, 413, 422, 429, 503])
     };
 
     let read = admin_operation(&format!("get_{noun}"), kind, &format!("Get a {noun}"), "")
@@ -132,7 +132,7 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
     .parameter(id_parameter(noun))
     .request_body(Some(entity_body(&format!("The whole new {noun}."))))
     .response("200", entity_response(&format!("The stored {noun}.")));
-    let replace = problems(replace, &[400, 404, 409, 413, 422, 503]);
+    let replace = problems(replace, &[400, 404, 409, 413, 422, 429, 503]);
 
     let patch_body = ContentBuilder::new()
         .schema(Some(
@@ -160,7 +160,7 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
             .build(),
     ))
     .response("200", entity_response(&format!("The stored {noun}.")));
-    let patch = problems(patch, &[400, 404, 409, 413, 422, 503]);
+    let patch = problems(patch, &[400, 404, 409, 413, 422, 429, 503]);
 
     let delete = admin_operation(
         &format!("delete_{noun}"),
@@ -176,7 +176,7 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
             .description("Deleted.")
             .header(REVISION_HEADER.as_str(), revision_header()),
     );
-    let delete = problems(delete, &[404, 409, 503]);
+    let delete = problems(delete, &[404, 409, 429, 503]);
 
     (
         PathItemBuilder::new()
@@ -219,7 +219,10 @@ pub(super) fn toggle(enable: bool) -> PathItem {
             .header(REVISION_HEADER.as_str(), revision_header()),
     );
     PathItemBuilder::new()
-        .operation(HttpMethod::Post, problems(operation, &[400, 404, 422, 503]))
+        .operation(
+            HttpMethod::Post,
+            problems(operation, &[400, 404, 422, 429, 503]),
+        )
         .build()
 }
 
@@ -254,7 +257,7 @@ pub(super) fn refresh_source() -> PathItem {
     PathItemBuilder::new()
         .operation(
             HttpMethod::Post,
-            problems(operation, &[404, 409, 422, 502, 503]),
+            problems(operation, &[404, 409, 422, 429, 502, 503]),
         )
         .build()
 }
@@ -305,7 +308,7 @@ pub(super) fn preview() -> PathItem {
             .header("Cache-Control", header_object("`no-store`.")),
     );
     PathItemBuilder::new()
-        .operation(HttpMethod::Post, problems(operation, &[400, 413, 422]))
+        .operation(HttpMethod::Post, problems(operation, &[400, 413, 422, 429]))
         .build()
 }
 
@@ -347,7 +350,7 @@ pub(super) fn catalog() -> PathItem {
         .operation(HttpMethod::Get, read)
         .operation(
             HttpMethod::Put,
-            problems(replace, &[400, 409, 413, 422, 503]),
+            problems(replace, &[400, 409, 413, 422, 429, 503]),
         )
         .build()
 }

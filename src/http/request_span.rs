@@ -1,0 +1,96 @@
+//! The span of one HTTP request, and its access-log line.
+//!
+//! The span carries what correlates a request across logs and traces: the request id (the
+//! `x-request-id` header, generated when absent and echoed back), the method, the matched route
+//! template, the path, and the caller's subject as a hash (recorded by the `Agent` extractor).
+//! Never the query string, a header value other than the request id, or a token.
+//!
+//! When traces are exported the span is also an OpenTelemetry server span named
+//! `{method} {route}`, the child of the caller's W3C `traceparent` when it sends one, with the
+//! response status; without export none of that is parsed, formatted or recorded.
+
+use std::time::Duration;
+
+use axum::extract::MatchedPath;
+use axum::http::{Request, Response};
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::trace::{DefaultOnRequest, MakeSpan, OnResponse, TraceLayer};
+use tracing::Span;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use super::REQUEST_ID;
+use crate::telemetry::otel;
+
+/// The tracing layer of the router: [`RequestSpan`] per request, [`Finished`] per response.
+pub type RequestTraceLayer =
+    TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, Finished>;
+
+pub fn layer() -> RequestTraceLayer {
+    TraceLayer::new_for_http()
+        .make_span_with(RequestSpan)
+        .on_response(Finished)
+}
+
+/// Makes the `request` span.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestSpan;
+
+impl<B> MakeSpan<B> for RequestSpan {
+    fn make_span(&mut self, request: &Request<B>) -> Span {
+        let request_id = request
+            .headers()
+            .get(&REQUEST_ID)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("");
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str);
+        let span = tracing::info_span!(
+            "request",
+            http.request.method = %request.method(),
+            http.route = route.unwrap_or(""),
+            url.path = %request.uri().path(),
+            request_id,
+            subject = Empty,
+            http.response.status_code = Empty,
+            otel.name = Empty,
+            otel.kind = Empty,
+            otel.status_code = Empty,
+        );
+        if otel::exporting_traces() {
+            let name = match route {
+                Some(route) => format!("{} {route}", request.method()),
+                None => request.method().to_string(),
+            };
+            span.record("otel.name", name);
+            span.record("otel.kind", "server");
+            // An unusable parent (a span that already started) leaves the span a root.
+            let _ = span.set_parent(otel::remote_parent(request.headers()));
+        }
+        span
+    }
+}
+
+/// Logs one line per answered request (status and latency, in the request's span) and, when
+/// traces are exported, records the status on the span.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished;
+
+impl<B> OnResponse<B> for Finished {
+    fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {
+        let status = response.status().as_u16();
+        if otel::exporting_traces() {
+            span.record("http.response.status_code", status);
+            if response.status().is_server_error() {
+                span.record("otel.status_code", "error");
+            }
+        }
+        tracing::info!(
+            status,
+            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            "request answered"
+        );
+    }
+}

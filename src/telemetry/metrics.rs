@@ -1,0 +1,348 @@
+//! The metrics of one server: instruments recorded on the request path, and values the
+//! gateway already counts (cache, streams, Redis, revision) observed only when collected.
+//!
+//! One OpenTelemetry meter provider per server, with two readers: a pull reader rendered by
+//! `GET /metrics` ([`Metrics::render_prometheus`]) and, when a collector is configured, a
+//! periodic OTLP push. Recording is the same either way.
+//!
+//! Label values are bounded by construction: methods (the standard ones, else `_OTHER`),
+//! route *templates* (`/admin/tools/{id}`, never a raw path; at most [`MAX_ROUTES`]), status
+//! codes, and small closed enums (cache outcome, event kind, rate-limit class, store operation
+//! and error kind). No tool id, subject or claim value is ever a label.
+//!
+//! Cost on the hot path: the agent counters are striped atomics ([`StripedCounter`]: a thread
+//! adds to its own cache line), observed at collection; the two histograms are one read-locked
+//! hash lookup and one short lock each (the attribute values are static strings or interned
+//! route names, so nothing is allocated).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider as _};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::metrics::{
+    InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
+};
+
+use super::observed::{self, AgentCounts, Observed};
+use super::otel::{self, OtlpSettings};
+use super::{TelemetryError, prometheus};
+use crate::http::limit::RouteClass;
+
+/// Distinct route templates labelled; more (which the router cannot produce) count as `other`.
+pub const MAX_ROUTES: usize = 256;
+
+/// Bucket bounds of `http.server.request.duration`, seconds: from 50 µs (a cached manifest)
+/// to 10 s (the slowest import).
+const HTTP_SECONDS: [f64; 16] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 10.0,
+];
+
+/// Bucket bounds of `agent_resolution_time`, milliseconds: a cache hit is a few µs, a miss on
+/// a large catalog a few ms, a Redis round trip at most 250 ms.
+const RESOLUTION_MS: [f64; 15] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0,
+];
+
+/// How one resolution was served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// The rendered manifest was in this instance's cache.
+    Hit,
+    /// Rebuilt from an access decision another instance shared through Redis.
+    Shared,
+    /// The claims were evaluated here.
+    Miss,
+}
+
+impl CacheOutcome {
+    pub const fn name(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Shared => "shared",
+            CacheOutcome::Miss => "miss",
+        }
+    }
+}
+
+/// A server's instruments and the readers behind them.
+pub struct Metrics {
+    provider: SdkMeterProvider,
+    pull: Arc<ManualReader>,
+    meter: Meter,
+    http_duration: Histogram<f64>,
+    agents: Arc<AgentCounts>,
+    resolution_time: Histogram<f64>,
+    rate_limited: Counter<u64>,
+    store_errors: Counter<u64>,
+    routes: RouteNames,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// Instruments read by `GET /metrics`, and pushed to `otlp` when given. Builds the OTLP
+    /// exporter's blocking HTTP client: call from a blocking context (or before the runtime).
+    pub fn new(otlp: Option<&OtlpSettings>) -> Result<Metrics, TelemetryError> {
+        let pull = Arc::new(ManualReader::builder().build());
+        let mut builder = SdkMeterProvider::builder().with_reader(SharedReader(Arc::clone(&pull)));
+        if let Some(otlp) = otlp {
+            builder = builder
+                .with_reader(otel::metric_reader(otlp)?)
+                .with_resource(otel::metric_resource(otlp));
+        }
+        let provider = builder.build();
+        let meter = provider.meter("toolgate");
+        let metrics = Metrics {
+            http_duration: meter
+                .f64_histogram("http.server.request.duration")
+                .with_unit("s")
+                .with_description(
+                    "HTTP requests by method, route template and status, until the response \
+                     head (a stream counts until it opens); its _count is the request count",
+                )
+                .with_boundaries(HTTP_SECONDS.to_vec())
+                .build(),
+            agents: observed::agent_counts(&meter),
+            resolution_time: meter
+                .f64_histogram("agent_resolution_time")
+                .with_unit("ms")
+                .with_description(
+                    "Time from verified claims to manifest bytes, by cache outcome \
+                     (hit, shared, miss)",
+                )
+                .with_boundaries(RESOLUTION_MS.to_vec())
+                .build(),
+            rate_limited: meter
+                .u64_counter("toolgate.rate_limited")
+                .with_description("Requests refused with 429 by the per-subject rate limits")
+                .build(),
+            store_errors: meter
+                .u64_counter("toolgate.store.errors")
+                .with_description("Failed catalog store calls by operation and kind")
+                .build(),
+            provider,
+            pull,
+            meter,
+            routes: RouteNames::default(),
+        };
+        // Written from the start, at 0, rather than appearing with the first refusal.
+        for class in RouteClass::ALL {
+            metrics
+                .rate_limited
+                .add(0, &[KeyValue::new("class", class.name())]);
+        }
+        Ok(metrics)
+    }
+
+    /// One HTTP request, answered. `route` is the matched template (`None`: no route matched).
+    pub fn http_request(
+        &self,
+        method: &Method,
+        route: Option<&str>,
+        status: StatusCode,
+        elapsed: Duration,
+    ) {
+        self.http_duration.record(
+            elapsed.as_secs_f64(),
+            &[
+                KeyValue::new("http.request.method", method_name(method)),
+                KeyValue::new("http.route", self.routes.value(route)),
+                KeyValue::new("http.response.status_code", i64::from(status.as_u16())),
+            ],
+        );
+    }
+
+    /// One manifest resolution for an agent.
+    pub fn resolution(&self, outcome: CacheOutcome, tools: usize, denied: bool, took: Duration) {
+        self.agents.resolutions.add(1);
+        if denied {
+            self.agents.denied.add(1);
+        }
+        self.agents
+            .tools
+            .add(u64::try_from(tools).unwrap_or(u64::MAX));
+        self.resolution_time.record(
+            took.as_secs_f64() * 1000.0,
+            &[KeyValue::new("cache", outcome.name())],
+        );
+    }
+
+    /// One request refused by a rate limit.
+    pub fn rate_limited(&self, class: RouteClass) {
+        self.rate_limited
+            .add(1, &[KeyValue::new("class", class.name())]);
+    }
+
+    /// One failed store call.
+    pub fn store_error(&self, operation: &'static str, kind: &'static str) {
+        self.store_errors.add(
+            1,
+            &[
+                KeyValue::new("operation", operation),
+                KeyValue::new("kind", kind),
+            ],
+        );
+    }
+
+    /// Registers the values the gateway counts itself, read at each collection.
+    pub fn observe(&self, gateway: Observed) {
+        observed::register(&self.meter, gateway);
+    }
+
+    /// Everything recorded so far, as Prometheus text.
+    pub fn render_prometheus(&self) -> Result<String, TelemetryError> {
+        let mut collected = ResourceMetrics::default();
+        self.pull
+            .collect(&mut collected)
+            .map_err(|error| TelemetryError::Export(error.to_string()))?;
+        Ok(prometheus::render(&collected))
+    }
+
+    /// Pushes the last values to the collector (if any) and stops the push thread. Blocks:
+    /// call from a blocking context.
+    pub fn shutdown(&self) {
+        if let Err(error) = self.provider.shutdown() {
+            tracing::warn!(%error, "the last metrics were not exported");
+        }
+    }
+}
+
+/// The OpenTelemetry name of a method: the standard ones, else `_OTHER` (so that made-up
+/// methods cannot grow the label set).
+fn method_name(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "_OTHER",
+    }
+}
+
+/// Route templates as shared label values: each distinct template is allocated once, and the
+/// set is capped, so a label value never costs an allocation per request.
+#[derive(Default)]
+struct RouteNames {
+    known: RwLock<HashMap<Box<str>, Arc<str>>>,
+}
+
+impl RouteNames {
+    /// The label value of `route`: the template itself, `unmatched` for no route, `other` once
+    /// [`MAX_ROUTES`] templates are known.
+    fn value(&self, route: Option<&str>) -> Value {
+        let Some(route) = route else {
+            return Value::from("unmatched");
+        };
+        let known = self
+            .known
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(name) = known.get(route) {
+            return Value::from(Arc::clone(name));
+        }
+        drop(known);
+        let mut known = self
+            .known
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if known.len() >= MAX_ROUTES && !known.contains_key(route) {
+            return Value::from("other");
+        }
+        let name = known
+            .entry(route.into())
+            .or_insert_with(|| Arc::from(route));
+        Value::from(Arc::clone(name))
+    }
+}
+
+/// A pull reader that both the meter provider (which owns its readers) and `GET /metrics` hold.
+#[derive(Debug)]
+pub struct SharedReader(pub Arc<ManualReader>);
+
+impl MetricReader for SharedReader {
+    fn register_pipeline(&self, pipeline: Weak<Pipeline>) {
+        self.0.register_pipeline(pipeline);
+    }
+
+    fn collect(&self, collected: &mut ResourceMetrics) -> OTelSdkResult {
+        self.0.collect(collected)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        self.0.temporality(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_labels_are_templates_shared_and_capped() {
+        let routes = RouteNames::default();
+        let first = routes.value(Some("/admin/tools/{id}"));
+        assert_eq!(first.as_str(), "/admin/tools/{id}");
+        assert_eq!(routes.value(None).as_str(), "unmatched");
+        for i in 0..MAX_ROUTES {
+            routes.value(Some(&format!("/r{i}")));
+        }
+        assert_eq!(routes.value(Some("/one/too/many")).as_str(), "other");
+        assert_eq!(
+            routes.value(Some("/admin/tools/{id}")).as_str(),
+            "/admin/tools/{id}",
+            "known templates keep their name"
+        );
+    }
+
+    #[test]
+    fn made_up_methods_share_one_label() {
+        let method = Method::from_bytes(b"BREW").expect("a token");
+        assert_eq!(method_name(&method), "_OTHER");
+        assert_eq!(method_name(&Method::PATCH), "PATCH");
+    }
+
+    #[test]
+    fn a_resolution_counts_everywhere_it_should() {
+        let metrics = Metrics::new(None).expect("metrics");
+        metrics.resolution(CacheOutcome::Miss, 3, false, Duration::from_micros(300));
+        metrics.resolution(CacheOutcome::Hit, 0, true, Duration::from_micros(3));
+        let text = metrics.render_prometheus().expect("render");
+        for line in [
+            "agent_access_resolutions_total 2",
+            "agent_access_denied_total 1",
+            "agent_tools_resolved_total 3",
+            "agent_resolution_time_milliseconds_count{cache=\"hit\"} 1",
+            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.25\"} 0",
+            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.5\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
+    }
+}
