@@ -33,6 +33,12 @@ async fn cluster(test: &str) -> Cluster {
         ("TOOLGATE_MONGODB_DATABASE", database.as_str()),
         ("TOOLGATE_REDIS_URL", redis.url.as_str()),
         ("TOOLGATE_REVISION_POLL_SECS", "1"),
+        // The test polls B as fast as it answers and writes 100 times in a row: what it
+        // measures is propagation, not the per-subject limits.
+        ("TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC", "100000"),
+        ("TOOLGATE_RATE_LIMIT_AGENT_READS_BURST", "100000"),
+        ("TOOLGATE_RATE_LIMIT_ADMIN_WRITES_PER_SEC", "100000"),
+        ("TOOLGATE_RATE_LIMIT_ADMIN_WRITES_BURST", "100000"),
     ];
     let a = Process::serve_with_env(dir.path(), &[], &env);
     let b = Process::serve_with_env(dir.path(), &[], &env);
