@@ -7,13 +7,14 @@
 //!
 //! Label values are bounded by construction: methods (the standard ones, else `_OTHER`),
 //! route *templates* (`/admin/tools/{id}`, never a raw path; at most [`MAX_ROUTES`]), status
-//! codes, and small closed enums (cache outcome, event kind, rate-limit class, store operation
-//! and error kind). No tool id, subject or claim value is ever a label.
+//! codes, and small closed enums (event kind, rate-limit class, store operation and error
+//! kind). No tool id, subject or claim value is ever a label.
 //!
 //! Cost on the hot path: the agent counters are striped atomics ([`StripedCounter`]: a thread
-//! adds to its own cache line), observed at collection; the two histograms are one read-locked
-//! hash lookup and one short lock each (the attribute values are static strings or interned
-//! route names, so nothing is allocated).
+//! adds to its own cache line), observed at collection; `agent_resolution_time` has no
+//! attributes (no lookup, one short lock); the HTTP histogram is one read-locked hash lookup
+//! and one short lock (its attribute values are static strings or interned route names, so
+//! nothing is allocated).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -49,27 +50,6 @@ const HTTP_SECONDS: [f64; 16] = [
 const RESOLUTION_MS: [f64; 15] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0,
 ];
-
-/// How one resolution was served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// The rendered manifest was in this instance's cache.
-    Hit,
-    /// Rebuilt from an access decision another instance shared through Redis.
-    Shared,
-    /// The claims were evaluated here.
-    Miss,
-}
-
-impl CacheOutcome {
-    pub const fn name(self) -> &'static str {
-        match self {
-            CacheOutcome::Hit => "hit",
-            CacheOutcome::Shared => "shared",
-            CacheOutcome::Miss => "miss",
-        }
-    }
-}
 
 /// A server's instruments and the readers behind them.
 pub struct Metrics {
@@ -118,8 +98,8 @@ impl Metrics {
                 .f64_histogram("agent_resolution_time")
                 .with_unit("ms")
                 .with_description(
-                    "Time from verified claims to manifest bytes, by cache outcome \
-                     (hit, shared, miss)",
+                    "Time from verified claims to manifest bytes, however served (the span \
+                     'resolve manifest' says whether from the cache)",
                 )
                 .with_boundaries(RESOLUTION_MS.to_vec())
                 .build(),
@@ -164,7 +144,7 @@ impl Metrics {
     }
 
     /// One manifest resolution for an agent.
-    pub fn resolution(&self, outcome: CacheOutcome, tools: usize, denied: bool, took: Duration) {
+    pub fn resolution(&self, tools: usize, denied: bool, took: Duration) {
         self.agents.resolutions.add(1);
         if denied {
             self.agents.denied.add(1);
@@ -172,10 +152,8 @@ impl Metrics {
         self.agents
             .tools
             .add(u64::try_from(tools).unwrap_or(u64::MAX));
-        self.resolution_time.record(
-            took.as_secs_f64() * 1000.0,
-            &[KeyValue::new("cache", outcome.name())],
-        );
+        self.resolution_time
+            .record(took.as_secs_f64() * 1000.0, &[]);
     }
 
     /// One request refused by a rate limit.
@@ -328,16 +306,17 @@ mod tests {
     #[test]
     fn a_resolution_counts_everywhere_it_should() {
         let metrics = Metrics::new(None).expect("metrics");
-        metrics.resolution(CacheOutcome::Miss, 3, false, Duration::from_micros(300));
-        metrics.resolution(CacheOutcome::Hit, 0, true, Duration::from_micros(3));
+        metrics.resolution(3, false, Duration::from_micros(300));
+        metrics.resolution(0, true, Duration::from_micros(3));
         let text = metrics.render_prometheus().expect("render");
         for line in [
             "agent_access_resolutions_total 2",
             "agent_access_denied_total 1",
             "agent_tools_resolved_total 3",
-            "agent_resolution_time_milliseconds_count{cache=\"hit\"} 1",
-            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.25\"} 0",
-            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.5\"} 1",
+            "agent_resolution_time_milliseconds_count 2",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.005\"} 1",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.25\"} 1",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.5\"} 2",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
