@@ -22,7 +22,6 @@ use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
-use crate::telemetry::metrics::CacheOutcome;
 
 /// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
 /// boolean is a 400 that names it, so a typo (`groups=`) never silently widens a manifest.
@@ -103,6 +102,27 @@ pub async fn list_tools(
     ))
 }
 
+/// How one resolution was served (the `cache` attribute of the `resolve` span).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CacheOutcome {
+    /// The rendered manifest was in this instance's cache.
+    Hit,
+    /// Rebuilt from an access decision another instance shared through Redis.
+    Shared,
+    /// The claims were evaluated here.
+    Miss,
+}
+
+impl CacheOutcome {
+    const fn name(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Shared => "shared",
+            CacheOutcome::Miss => "miss",
+        }
+    }
+}
+
 /// The cached rendering of this agent's manifest, counted as one resolution (metrics, and a
 /// `resolve` span saying how it was served and how many tools it holds).
 pub async fn rendered_manifest(
@@ -123,12 +143,9 @@ pub async fn rendered_manifest(
         crate::telemetry::in_span(&span, resolve(state, snapshot, claims, options)).await;
     span.record("cache", outcome.name())
         .record("tools", rendered.tool_count);
-    state.metrics.resolution(
-        outcome,
-        rendered.tool_count,
-        rendered.denied,
-        started.elapsed(),
-    );
+    state
+        .metrics
+        .resolution(rendered.tool_count, rendered.denied, started.elapsed());
     rendered
 }
 

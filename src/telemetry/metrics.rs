@@ -7,13 +7,15 @@
 //!
 //! Label values are bounded by construction: methods (the standard ones, else `_OTHER`),
 //! route *templates* (`/admin/tools/{id}`, never a raw path; at most [`MAX_ROUTES`]), status
-//! codes, and small closed enums (cache outcome, event kind, rate-limit class, store operation
-//! and error kind). No tool id, subject or claim value is ever a label.
+//! codes, and small closed enums (event kind, rate-limit class, store operation and error
+//! kind). No tool id, subject or claim value is ever a label.
 //!
 //! Cost on the hot path: the agent counters are striped atomics ([`StripedCounter`]: a thread
-//! adds to its own cache line), observed at collection; the two histograms are one read-locked
-//! hash lookup and one short lock each (the attribute values are static strings or interned
-//! route names, so nothing is allocated).
+//! adds to its own cache line), observed at collection; so is `agent_resolution_time`
+//! ([`StripedHistogram`]) unless a collector is configured, when it is the SDK's histogram so
+//! that it is pushed too (no attributes: one short lock). The HTTP histogram is one read-locked
+//! hash lookup and one short lock (its attribute values are static strings or interned route
+//! names, so nothing is allocated).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
@@ -31,6 +33,7 @@ use opentelemetry_sdk::metrics::{
 
 use super::observed::{self, AgentCounts, Observed};
 use super::otel::{self, OtlpSettings};
+use super::striped::StripedHistogram;
 use super::{TelemetryError, prometheus};
 use crate::http::limit::RouteClass;
 
@@ -50,25 +53,17 @@ const RESOLUTION_MS: [f64; 15] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0,
 ];
 
-/// How one resolution was served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheOutcome {
-    /// The rendered manifest was in this instance's cache.
-    Hit,
-    /// Rebuilt from an access decision another instance shared through Redis.
-    Shared,
-    /// The claims were evaluated here.
-    Miss,
-}
+const RESOLUTION_NAME: &str = "agent_resolution_time";
+const RESOLUTION_UNIT: &str = "ms";
+const RESOLUTION_HELP: &str = "Time from verified claims to manifest bytes, however served (the \
+                               span 'resolve manifest' says whether from the cache)";
 
-impl CacheOutcome {
-    pub const fn name(self) -> &'static str {
-        match self {
-            CacheOutcome::Hit => "hit",
-            CacheOutcome::Shared => "shared",
-            CacheOutcome::Miss => "miss",
-        }
-    }
+/// Where resolution times are recorded: striped (each thread on its own cache lines) when only
+/// `GET /metrics` reads them, the SDK's histogram when they are also pushed over OTLP.
+enum ResolutionTime {
+    /// Boxed: 16 stripes of 256 bytes.
+    Striped(Box<StripedHistogram<{ RESOLUTION_MS.len() }>>),
+    Exported(Histogram<f64>),
 }
 
 /// A server's instruments and the readers behind them.
@@ -78,7 +73,7 @@ pub struct Metrics {
     meter: Meter,
     http_duration: Histogram<f64>,
     agents: Arc<AgentCounts>,
-    resolution_time: Histogram<f64>,
+    resolution_time: ResolutionTime,
     rate_limited: Counter<u64>,
     store_errors: Counter<u64>,
     routes: RouteNames,
@@ -114,15 +109,17 @@ impl Metrics {
                 .with_boundaries(HTTP_SECONDS.to_vec())
                 .build(),
             agents: observed::agent_counts(&meter),
-            resolution_time: meter
-                .f64_histogram("agent_resolution_time")
-                .with_unit("ms")
-                .with_description(
-                    "Time from verified claims to manifest bytes, by cache outcome \
-                     (hit, shared, miss)",
-                )
-                .with_boundaries(RESOLUTION_MS.to_vec())
-                .build(),
+            resolution_time: match otlp {
+                None => ResolutionTime::Striped(Box::new(StripedHistogram::new(RESOLUTION_MS))),
+                Some(_) => ResolutionTime::Exported(
+                    meter
+                        .f64_histogram(RESOLUTION_NAME)
+                        .with_unit(RESOLUTION_UNIT)
+                        .with_description(RESOLUTION_HELP)
+                        .with_boundaries(RESOLUTION_MS.to_vec())
+                        .build(),
+                ),
+            },
             rate_limited: meter
                 .u64_counter("toolgate.rate_limited")
                 .with_description("Requests refused with 429 by the per-subject rate limits")
@@ -164,7 +161,7 @@ impl Metrics {
     }
 
     /// One manifest resolution for an agent.
-    pub fn resolution(&self, outcome: CacheOutcome, tools: usize, denied: bool, took: Duration) {
+    pub fn resolution(&self, tools: usize, denied: bool, took: Duration) {
         self.agents.resolutions.add(1);
         if denied {
             self.agents.denied.add(1);
@@ -172,10 +169,11 @@ impl Metrics {
         self.agents
             .tools
             .add(u64::try_from(tools).unwrap_or(u64::MAX));
-        self.resolution_time.record(
-            took.as_secs_f64() * 1000.0,
-            &[KeyValue::new("cache", outcome.name())],
-        );
+        let ms = took.as_secs_f64() * 1000.0;
+        match &self.resolution_time {
+            ResolutionTime::Striped(histogram) => histogram.record(ms),
+            ResolutionTime::Exported(histogram) => histogram.record(ms, &[]),
+        }
     }
 
     /// One request refused by a rate limit.
@@ -206,7 +204,16 @@ impl Metrics {
         self.pull
             .collect(&mut collected)
             .map_err(|error| TelemetryError::Export(error.to_string()))?;
-        Ok(prometheus::render(&collected))
+        let extra = match &self.resolution_time {
+            ResolutionTime::Striped(histogram) => vec![prometheus::HistogramFamily {
+                name: RESOLUTION_NAME,
+                unit: RESOLUTION_UNIT,
+                help: RESOLUTION_HELP,
+                snapshot: histogram.snapshot(),
+            }],
+            ResolutionTime::Exported(_) => Vec::new(),
+        };
+        Ok(prometheus::render(&collected, &extra))
     }
 
     /// Pushes the last values to the collector (if any) and stops the push thread. Blocks:
@@ -328,16 +335,17 @@ mod tests {
     #[test]
     fn a_resolution_counts_everywhere_it_should() {
         let metrics = Metrics::new(None).expect("metrics");
-        metrics.resolution(CacheOutcome::Miss, 3, false, Duration::from_micros(300));
-        metrics.resolution(CacheOutcome::Hit, 0, true, Duration::from_micros(3));
+        metrics.resolution(3, false, Duration::from_micros(300));
+        metrics.resolution(0, true, Duration::from_micros(3));
         let text = metrics.render_prometheus().expect("render");
         for line in [
             "agent_access_resolutions_total 2",
             "agent_access_denied_total 1",
             "agent_tools_resolved_total 3",
-            "agent_resolution_time_milliseconds_count{cache=\"hit\"} 1",
-            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.25\"} 0",
-            "agent_resolution_time_milliseconds_bucket{cache=\"miss\",le=\"0.5\"} 1",
+            "agent_resolution_time_milliseconds_count 2",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.005\"} 1",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.25\"} 1",
+            "agent_resolution_time_milliseconds_bucket{le=\"0.5\"} 2",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -15,24 +15,69 @@ use opentelemetry_sdk::metrics::data::{
     AggregatedMetrics, HistogramDataPoint, Metric, MetricData, ResourceMetrics,
 };
 
+use super::striped::HistogramSnapshot;
+
 /// The `Content-Type` of what [`render`] writes.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Every metric of `collected`, as Prometheus text.
-pub fn render(collected: &ResourceMetrics) -> String {
-    let mut metrics: Vec<&Metric> = collected
+/// A histogram kept outside the SDK ([`StripedHistogram`](super::striped::StripedHistogram)),
+/// written among the SDK's families under the same naming rules.
+pub struct HistogramFamily<'a> {
+    pub name: &'a str,
+    pub unit: &'a str,
+    pub help: &'a str,
+    pub snapshot: HistogramSnapshot,
+}
+
+/// Every metric of `collected`, and the `extra` histograms, as Prometheus text.
+pub fn render(collected: &ResourceMetrics, extra: &[HistogramFamily<'_>]) -> String {
+    enum Source<'a> {
+        Sdk(&'a Metric),
+        Extra(&'a HistogramFamily<'a>),
+    }
+    let mut families: Vec<(String, Source<'_>)> = collected
         .scope_metrics()
         .flat_map(|scope| scope.metrics())
+        .map(|metric| {
+            (
+                family_name(metric.name(), metric.unit()),
+                Source::Sdk(metric),
+            )
+        })
+        .chain(
+            extra
+                .iter()
+                .map(|family| (family_name(family.name, family.unit), Source::Extra(family))),
+        )
         .collect();
-    metrics.sort_by(|a, b| a.name().cmp(b.name()));
+    families.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = String::new();
-    for metric in metrics {
-        let name = family_name(metric.name(), metric.unit());
-        let help = metric.description();
-        match metric.data() {
-            AggregatedMetrics::U64(data) => write_family(&mut out, &name, help, data),
-            AggregatedMetrics::I64(data) => write_family(&mut out, &name, help, data),
-            AggregatedMetrics::F64(data) => write_family(&mut out, &name, help, data),
+    for (name, source) in families {
+        match source {
+            Source::Sdk(metric) => {
+                let help = metric.description();
+                match metric.data() {
+                    AggregatedMetrics::U64(data) => write_family(&mut out, &name, help, data),
+                    AggregatedMetrics::I64(data) => write_family(&mut out, &name, help, data),
+                    AggregatedMetrics::F64(data) => write_family(&mut out, &name, help, data),
+                }
+            }
+            Source::Extra(family) => {
+                header(&mut out, &name, family.help, "histogram");
+                let snapshot = &family.snapshot;
+                write_buckets(
+                    &mut out,
+                    &name,
+                    &[],
+                    snapshot
+                        .bounds
+                        .iter()
+                        .copied()
+                        .zip(snapshot.counts.iter().copied()),
+                    snapshot.sum,
+                    snapshot.count,
+                );
+            }
         }
     }
     out
@@ -99,7 +144,8 @@ fn write_family<T: Sample>(out: &mut String, name: &str, help: &str, data: &Metr
                 .collect();
             points.sort_by(|a, b| a.0.cmp(&b.0));
             for (labels, point) in points {
-                write_histogram_point(out, name, &labels, point);
+                let buckets = point.bounds().zip(point.bucket_counts());
+                write_buckets(out, name, &labels, buckets, point.sum(), point.count());
             }
         }
         // Never created by toolgate (no instrument is configured to aggregate this way).
@@ -127,16 +173,20 @@ fn write_simple<T: Sample>(
     }
 }
 
-fn write_histogram_point<T: Sample>(
+/// One histogram series: cumulative `_bucket`s from per-bucket `(bound, count)`, `+Inf`,
+/// `_sum`, `_count`.
+fn write_buckets<T: Sample>(
     out: &mut String,
     name: &str,
     labels: &[(String, String)],
-    point: &HistogramDataPoint<T>,
+    buckets: impl Iterator<Item = (f64, u64)>,
+    sum: T,
+    count: u64,
 ) {
     let bucket = format!("{name}_bucket");
     let mut cumulative = 0u64;
     let mut le = String::new();
-    for (bound, count) in point.bounds().zip(point.bucket_counts()) {
+    for (bound, count) in buckets {
         cumulative += count;
         le.clear();
         bound.write(&mut le);
@@ -145,13 +195,13 @@ fn write_histogram_point<T: Sample>(
         out.push('\n');
     }
     series(out, &bucket, labels, Some("+Inf"));
-    point.count().write(out);
+    count.write(out);
     out.push('\n');
     series(out, &format!("{name}_sum"), labels, None);
-    point.sum().write(out);
+    sum.write(out);
     out.push('\n');
     series(out, &format!("{name}_count"), labels, None);
-    point.count().write(out);
+    count.write(out);
     out.push('\n');
 }
 
@@ -261,7 +311,7 @@ mod tests {
         record(&provider.meter("test"));
         let mut collected = ResourceMetrics::default();
         reader.collect(&mut collected).expect("collect");
-        render(&collected)
+        render(&collected, &[])
     }
 
     #[test]
@@ -303,6 +353,40 @@ mod tests {
              agent_resolution_time_milliseconds_bucket{cache=\"hit\",le=\"+Inf\"} 4\n\
              agent_resolution_time_milliseconds_sum{cache=\"hit\"} 55.5\n\
              agent_resolution_time_milliseconds_count{cache=\"hit\"} 4\n"
+        );
+    }
+
+    #[test]
+    fn extra_histograms_are_written_in_name_order() {
+        let reader = Arc::new(ManualReader::builder().build());
+        let provider = SdkMeterProvider::builder()
+            .with_reader(SharedReader(Arc::clone(&reader)))
+            .build();
+        let meter = provider.meter("test");
+        meter.u64_counter("b_first").build().add(1, &[]);
+        meter.u64_counter("z_last").build().add(1, &[]);
+        let mut collected = ResourceMetrics::default();
+        reader.collect(&mut collected).expect("collect");
+        let extra = HistogramFamily {
+            name: "m_time",
+            unit: "ms",
+            help: "",
+            snapshot: HistogramSnapshot {
+                bounds: vec![1.0],
+                counts: vec![2, 1],
+                sum: 4.5,
+                count: 3,
+            },
+        };
+        assert_eq!(
+            render(&collected, &[extra]),
+            "# TYPE b_first_total counter\nb_first_total 1\n\
+             # TYPE m_time_milliseconds histogram\n\
+             m_time_milliseconds_bucket{le=\"1\"} 2\n\
+             m_time_milliseconds_bucket{le=\"+Inf\"} 3\n\
+             m_time_milliseconds_sum 4.5\n\
+             m_time_milliseconds_count 3\n\
+             # TYPE z_last_total counter\nz_last_total 1\n"
         );
     }
 

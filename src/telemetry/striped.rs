@@ -1,11 +1,11 @@
-//! A counter for the hot path: each thread adds to a stripe of its own (one cache line each),
-//! a collection sums the stripes.
+//! A counter and a histogram for the hot path: each thread writes to a stripe of its own (its
+//! own cache lines), a collection sums the stripes.
 //!
-//! Why not an OpenTelemetry counter there: every add to one would write the same two cache
-//! lines (the value and its "updated" flag) from every worker thread, so under load the lines
-//! bounce between cores on each request. Here a thread keeps writing its own line; reading
-//! the total is rare (a scrape, an export). The total is exact once writers are quiet, and
-//! never behind by more than the adds in flight.
+//! Why not OpenTelemetry instruments there: every record into one writes the same cache lines
+//! (a lock, the value, an "updated" flag) from every worker thread, so under load the lines
+//! bounce between cores on each request. Here a thread keeps writing its own lines; reading
+//! the totals is rare (a scrape, an export). Totals are exact once writers are quiet, and never
+//! behind by more than the records in flight.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -46,11 +46,124 @@ impl StripedCounter {
     }
 }
 
+/// Per-bucket counts (the last one past every bound), the sum and the count of one thread's
+/// observations, on lines of their own.
+#[repr(align(128))]
+struct HistogramStripe<const N: usize> {
+    counts: [AtomicU64; N],
+    over: AtomicU64,
+    /// The sum, as `f64` bits (only this stripe's thread adds, so the update never races).
+    sum: AtomicU64,
+}
+
+/// A histogram with `N` fixed upper bounds (inclusive, as Prometheus' `le` and OpenTelemetry's
+/// explicit buckets), split over [`STRIPES`] stripes.
+pub struct StripedHistogram<const N: usize> {
+    bounds: [f64; N],
+    stripes: [HistogramStripe<N>; STRIPES],
+}
+
+/// A histogram's state at one moment: counts per bucket (not cumulative; one more than the
+/// bounds, for values past the last), their sum and total.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSnapshot {
+    pub bounds: Vec<f64>,
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl<const N: usize> StripedHistogram<N> {
+    /// `bounds` must ascend.
+    pub fn new(bounds: [f64; N]) -> Self {
+        debug_assert!(bounds.windows(2).all(|pair| pair[0] < pair[1]));
+        StripedHistogram {
+            bounds,
+            stripes: std::array::from_fn(|_| HistogramStripe {
+                counts: std::array::from_fn(|_| AtomicU64::new(0)),
+                over: AtomicU64::new(0),
+                sum: AtomicU64::new(0f64.to_bits()),
+            }),
+        }
+    }
+
+    pub fn record(&self, value: f64) {
+        let stripe = &self.stripes[STRIPE.with(|stripe| *stripe)];
+        let bucket = self.bounds.partition_point(|bound| *bound < value);
+        match stripe.counts.get(bucket) {
+            Some(count) => count.fetch_add(1, Ordering::Relaxed),
+            None => stripe.over.fetch_add(1, Ordering::Relaxed),
+        };
+        // Threads sharing a stripe (more threads than stripes) may race here: retry.
+        let _ = stripe
+            .sum
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                Some((f64::from_bits(bits) + value).to_bits())
+            });
+    }
+
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        let mut counts = vec![0u64; N + 1];
+        let mut sum = 0.0;
+        for stripe in &self.stripes {
+            for (total, count) in counts.iter_mut().zip(&stripe.counts) {
+                *total += count.load(Ordering::Relaxed);
+            }
+            counts[N] += stripe.over.load(Ordering::Relaxed);
+            sum += f64::from_bits(stripe.sum.load(Ordering::Relaxed));
+        }
+        HistogramSnapshot {
+            bounds: self.bounds.to_vec(),
+            count: counts.iter().sum(),
+            counts,
+            sum,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
+
+    #[test]
+    fn histogram_buckets_take_values_up_to_their_bound() {
+        let histogram = StripedHistogram::new([1.0, 10.0]);
+        for value in [0.5, 1.0, 2.0, 10.0, 11.0, 50.0] {
+            histogram.record(value);
+        }
+        assert_eq!(
+            histogram.snapshot(),
+            HistogramSnapshot {
+                bounds: vec![1.0, 10.0],
+                counts: vec![2, 2, 2],
+                sum: 74.5,
+                count: 6,
+            }
+        );
+    }
+
+    #[test]
+    fn histogram_records_from_many_threads_add_up() {
+        let histogram = Arc::new(StripedHistogram::new([1.0]));
+        let threads: Vec<_> = (0..40)
+            .map(|i| {
+                let histogram = Arc::clone(&histogram);
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        histogram.record(if i % 2 == 0 { 0.5 } else { 2.0 });
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("thread");
+        }
+        let snapshot = histogram.snapshot();
+        assert_eq!(snapshot.counts, vec![10_000, 10_000]);
+        assert_eq!(snapshot.sum, 10_000.0 * 0.5 + 10_000.0 * 2.0);
+    }
 
     #[test]
     fn adds_from_many_threads_sum_exactly() {
