@@ -85,75 +85,29 @@ async fn traffic(base: &str) -> Vec<String> {
     };
     let status = |reply: reqwest::Result<reqwest::Response>| reply.expect("answered").status();
 
-    assert_eq!(
-        status(send(Method::PUT, "/admin/catalog", &admin, Some(catalog())).await),
-        StatusCode::OK
-    );
-    assert_eq!(
-        status(send(Method::GET, "/agents/tools", &good, None).await),
-        StatusCode::OK
-    );
-    assert_eq!(
-        status(send(Method::GET, "/agents/tools", &forged, None).await),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        status(send(Method::GET, "/agents/tools", &expired, None).await),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        status(send(Method::GET, "/agents/tools", &malformed, None).await),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        status(
-            send(
-                Method::GET,
-                "/agents/tools?include_disabled=true",
-                &good,
-                None
-            )
-            .await
-        ),
-        StatusCode::FORBIDDEN
-    );
-    assert_eq!(
-        status(
-            send(
-                Method::DELETE,
-                "/admin/tools/billing:list_invoices",
-                &good,
-                None
-            )
-            .await
-        ),
-        StatusCode::FORBIDDEN
-    );
-    // A query that echoes a claim value back in its problem detail is not a log line either.
-    assert_eq!(
-        status(
-            send(
-                Method::GET,
-                &format!("/agents/tools?{}=1", CLAIM_VALUES[1]),
-                &good,
-                None
-            )
-            .await
-        ),
-        StatusCode::BAD_REQUEST
-    );
-    assert_eq!(
-        status(
-            send(
-                Method::POST,
-                "/admin/labels",
-                &admin,
-                Some(json!({"name": "pii", "description": EMAIL})),
-            )
-            .await
-        ),
-        StatusCode::CREATED
-    );
+    let echoing_query = format!("/agents/tools?{}=1", CLAIM_VALUES[1]);
+    let label = json!({"name": "pii", "description": EMAIL});
+    #[rustfmt::skip]
+    let requests: [(Method, &str, &str, Option<Value>, StatusCode); 9] = [
+        (Method::PUT, "/admin/catalog", &admin, Some(catalog()), StatusCode::OK),
+        (Method::GET, "/agents/tools", &good, None, StatusCode::OK),
+        (Method::GET, "/agents/tools", &forged, None, StatusCode::UNAUTHORIZED),
+        (Method::GET, "/agents/tools", &expired, None, StatusCode::UNAUTHORIZED),
+        (Method::GET, "/agents/tools", &malformed, None, StatusCode::UNAUTHORIZED),
+        (Method::GET, "/agents/tools?include_disabled=true", &good, None, StatusCode::FORBIDDEN),
+        (Method::DELETE, "/admin/tools/billing:list_invoices", &good, None, StatusCode::FORBIDDEN),
+        // A query that echoes a claim value back in its problem detail is not a log line either.
+        (Method::GET, &echoing_query, &good, None, StatusCode::BAD_REQUEST),
+        (Method::POST, "/admin/labels", &admin, Some(label), StatusCode::CREATED),
+    ];
+    for (method, path, token, body, expected) in requests {
+        let what = format!("{method} {path}");
+        assert_eq!(
+            status(send(method, path, token, body).await),
+            expected,
+            "{what}"
+        );
+    }
     // A stream: opened, first event read, closed.
     let mut stream = send(Method::GET, "/agents/tools/stream", &good, None)
         .await

@@ -5,9 +5,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::json;
-use support::gateway::{Gateway, config, hs_settings};
+use support::gateway::Gateway;
 use support::redis::RedisServer;
 use support::scrape::Scrape;
 
@@ -25,15 +25,7 @@ fn catalog() -> serde_json::Value {
 #[tokio::test]
 async fn redis_errors_outages_and_degradation_are_measured() {
     let mut redis = RedisServer::start();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = config(dir.path(), hs_settings());
-    config.redis_url = Some(toolgate::config::Secret::new(redis.url.clone()));
-    config.revision_poll = Some(Duration::from_millis(200));
-    let gateway = Gateway::start_with(config).await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    let (gateway, _dir) = redis.gateway(catalog()).await;
     let read = |i: usize| Gateway::token(json!({"sub": format!("agent-{i}"), "roles": ["reader"]}));
     gateway
         .get("/agents/tools", &read(0))

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, config, hs_settings};
+use support::gateway::Gateway;
 use support::redis::RedisServer;
 use tokio::sync::watch;
 use toolgate::bus::{CHANNEL, CatalogChange, ChangeBus, Heard, LocalBus, RedisBus, follow};
@@ -233,16 +233,7 @@ fn catalog() -> Value {
 }
 
 async fn gateway_on(redis: &RedisServer) -> (Gateway, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = config(dir.path(), hs_settings());
-    config.redis_url = Some(toolgate::config::Secret::new(redis.url.clone()));
-    config.revision_poll = Some(Duration::from_millis(200));
-    let gateway = Gateway::start_with(config).await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
-    (gateway, dir)
+    redis.gateway(catalog()).await
 }
 
 fn reader_claims(sub: &str) -> Value {

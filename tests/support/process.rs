@@ -19,21 +19,35 @@ impl Process {
         Process::serve_with_env(data_dir, extra, &[])
     }
 
-    /// [`Process::serve`] with more environment variables.
+    /// [`Process::serve`] with more environment variables; its log goes to the test's stderr.
     pub fn serve_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Process {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        let mut command = Process::serve_command(data_dir, extra);
+        command
+            .env("TOOLGATE_LOG_LEVEL", "warn")
+            .envs(env.iter().copied())
+            .stderr(Stdio::inherit());
+        Process::spawn(command)
+    }
+
+    /// `toolgate serve --listen 127.0.0.1:0 --data-dir DIR [extra…]` with nothing from the
+    /// test's environment but `TOOLGATE_JWT_SECRET`; the caller adds variables and says where
+    /// stderr goes.
+    pub fn serve_command(data_dir: &Path, extra: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .env_clear()
             .env("TOOLGATE_JWT_SECRET", SECRET)
-            .env("TOOLGATE_LOG_LEVEL", "warn")
-            .envs(env.iter().copied())
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the binary starts");
+            .stdout(Stdio::piped());
+        command
+    }
+
+    /// Starts `command` and waits for the one line it prints on stdout, the bound address.
+    pub fn spawn(mut command: Command) -> Process {
+        let mut child = command.spawn().expect("the binary starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
         BufReader::new(stdout)

@@ -6,6 +6,10 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use reqwest::{Method, StatusCode};
+
+use super::gateway::{Gateway, config, hs_settings};
+
 pub struct RedisServer {
     pub port: u16,
     pub url: String,
@@ -91,6 +95,23 @@ impl RedisServer {
         let mut keys: Vec<String> = text.lines().map(str::to_owned).collect();
         keys.sort();
         keys
+    }
+}
+
+impl RedisServer {
+    /// An in-process gateway using this Redis (revision poll 200 ms) with `catalog` loaded;
+    /// the temp dir of its store lives as long as the returned guard.
+    pub async fn gateway(&self, catalog: serde_json::Value) -> (Gateway, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = config(dir.path(), hs_settings());
+        config.redis_url = Some(toolgate::config::Secret::new(self.url.clone()));
+        config.revision_poll = Some(Duration::from_millis(200));
+        let gateway = Gateway::start_with(config).await;
+        gateway
+            .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+            .await
+            .expect(StatusCode::OK);
+        (gateway, dir)
     }
 }
 
