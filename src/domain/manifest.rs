@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::model::Tool;
-use super::snapshot::Snapshot;
+use super::snapshot::{Snapshot, tool_index};
 
 /// Request options of `GET /agents/tools` (and of admin preview).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -185,7 +185,7 @@ impl<'s> Manifest<'s> {
     }
 
     fn entry(&self, tool_id: &str) -> Option<&Entry> {
-        let index = *self.snapshot.tool_index.get(tool_id)?;
+        let index = tool_index(&self.snapshot.tools, tool_id)?;
         self.entries
             .binary_search_by_key(&index, |entry| entry.tool)
             .ok()

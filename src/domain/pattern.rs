@@ -7,6 +7,9 @@
 
 use globset::{Glob, GlobBuilder};
 use regex::{Regex, RegexBuilder};
+use regex_automata::meta;
+use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::util::syntax;
 
 /// The prefix that turns a selector pattern into a regular expression.
 pub const REGEX_PREFIX: &str = "regex:";
@@ -17,17 +20,20 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// A compiled pattern. Compiling is the only fallible step; matching never fails.
 ///
-/// Most real globs are a literal, `prefix*`, `*suffix` or `*infix*`; those are matched by
-/// comparing bytes ([`Pattern::Simple`]) rather than by a regular expression, which makes
-/// compiling a catalog with a thousand distinct patterns several times cheaper. Every other
-/// glob runs as the regular expression globset translates it to.
+/// Most real globs are a literal, `prefix*`, `*suffix` or `*infix*`, often with `{a,b}`
+/// alternatives (`svc-{03,17}-*`, `{get,list}_*`); those are matched by comparing bytes
+/// ([`Pattern::Simple`]) rather than by a regular expression, which makes compiling a catalog
+/// with a thousand distinct patterns several times cheaper. Every other glob runs as the
+/// regular expression globset translates it to.
 #[derive(Debug, Clone)]
 pub enum Pattern {
     /// `*`: matches every value, including the empty one.
     Any,
     Simple(Simple),
-    Glob(regex::bytes::Regex),
-    Regex(Regex),
+    /// A glob as globset translates it, built by [`lean_regex`].
+    Glob(meta::Regex),
+    /// A `regex:` selector pattern, anchored, built by [`lean_regex`].
+    Regex(meta::Regex),
 }
 
 /// Where a [`Simple`] pattern's text must occur in the value.
@@ -39,16 +45,23 @@ pub enum Anchor {
     Anywhere,
 }
 
-/// A glob made of literal text with at most a leading and a trailing `*`.
+/// A glob made of literal text and `{a,b}` groups of literal alternatives, with at most a
+/// leading and a trailing `*`: it matches when one of the texts it expands to is at its
+/// anchor.
 ///
 /// Case-insensitive means ASCII case folding, exactly as globset's globs do (they compile to
 /// byte regexes without Unicode case folding): the two agree on every value.
 #[derive(Debug, Clone)]
 pub struct Simple {
-    text: String,
+    /// The expansion of the alternatives: one text for a glob without `{…}`, never empty.
+    texts: Vec<String>,
     anchor: Anchor,
     case: Case,
 }
+
+/// Expanding alternatives multiplies texts (`{a,b}{c,d}` is four); past this many, the glob
+/// is cheaper as one regular expression than as a list of texts.
+const MAX_EXPANSION: usize = 64;
 
 impl Simple {
     fn parse(text: &str, case: Case) -> Option<Simple> {
@@ -60,9 +73,7 @@ impl Simple {
             Some(rest) => (rest, true),
             None => (body, false),
         };
-        if has_glob_syntax(body) {
-            return None;
-        }
+        let texts = expand_alternatives(body)?;
         let anchor = match (leading, trailing) {
             (false, false) => Anchor::Whole,
             (false, true) => Anchor::Prefix,
@@ -70,14 +81,19 @@ impl Simple {
             (true, true) => Anchor::Anywhere,
         };
         Some(Simple {
-            text: body.to_owned(),
+            texts,
             anchor,
             case,
         })
     }
 
     fn is_match(&self, value: &str) -> bool {
-        let (value, text) = (value.as_bytes(), self.text.as_bytes());
+        self.texts
+            .iter()
+            .any(|text| self.is_match_text(value.as_bytes(), text.as_bytes()))
+    }
+
+    fn is_match_text(&self, value: &[u8], text: &[u8]) -> bool {
         let same = |a: &[u8]| match self.case {
             Case::Sensitive => a == text,
             Case::Insensitive => a.eq_ignore_ascii_case(text),
@@ -92,6 +108,43 @@ impl Simple {
     }
 }
 
+/// The literal texts a glob body of literal runs and `{a,b,…}` groups of literal alternatives
+/// stands for, in order; `None` when the body has any other glob syntax (`*`, `?`, classes,
+/// escapes, nested or unbalanced braces) or expands past [`MAX_EXPANSION`] texts.
+fn expand_alternatives(body: &str) -> Option<Vec<String>> {
+    let mut texts = vec![String::new()];
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (literal, group) = match rest.find('{') {
+            Some(open) => {
+                let close = open + rest[open..].find('}')?;
+                (&rest[..open], Some(&rest[open + 1..close]))
+            }
+            None => (rest, None),
+        };
+        if has_glob_syntax(literal) {
+            return None;
+        }
+        for text in &mut texts {
+            text.push_str(literal);
+        }
+        let Some(group) = group else { break };
+        if has_glob_syntax(group) {
+            return None;
+        }
+        let alternatives: Vec<&str> = group.split(',').collect();
+        if texts.len() * alternatives.len() > MAX_EXPANSION {
+            return None;
+        }
+        texts = texts
+            .iter()
+            .flat_map(|text| alternatives.iter().map(move |alt| format!("{text}{alt}")))
+            .collect();
+        rest = &rest[literal.len() + group.len() + 2..];
+    }
+    Some(texts)
+}
+
 /// Whether letter case matters when matching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Case {
@@ -103,7 +156,12 @@ impl Pattern {
     /// Compiles a selector pattern: `*`, `regex:<expr>` or a glob, all case-insensitive.
     pub fn selector(text: &str) -> Result<Pattern, String> {
         match text.strip_prefix(REGEX_PREFIX) {
-            Some(expr) => whole_regex(expr, Case::Insensitive).map(Pattern::Regex),
+            Some(expr) => lean_regex(
+                &format!("^(?:{expr})$"),
+                syntax::Config::new().case_insensitive(true),
+            )
+            .map(Pattern::Regex)
+            .map_err(|reason| format!("invalid regular expression '{expr}': {reason}")),
             None => Pattern::glob(text, Case::Insensitive),
         }
     }
@@ -123,15 +181,14 @@ impl Pattern {
         match self {
             Pattern::Any => true,
             Pattern::Simple(simple) => simple.is_match(value),
-            Pattern::Glob(regex) => regex.is_match(value.as_bytes()),
-            Pattern::Regex(regex) => regex.is_match(value),
+            Pattern::Glob(regex) | Pattern::Regex(regex) => regex.is_match(value.as_bytes()),
         }
     }
 }
 
 /// Translates a glob with globset (which owns the glob syntax) and compiles the result as a
 /// bytes regex, so that matching a `&str` needs no path candidate.
-fn glob_regex(text: &str, case: Case) -> Result<regex::bytes::Regex, String> {
+fn glob_regex(text: &str, case: Case) -> Result<meta::Regex, String> {
     let glob: Glob = GlobBuilder::new(text)
         .case_insensitive(case == Case::Insensitive)
         .literal_separator(false)
@@ -139,10 +196,32 @@ fn glob_regex(text: &str, case: Case) -> Result<regex::bytes::Regex, String> {
         .empty_alternates(true)
         .build()
         .map_err(|error| format!("invalid glob pattern '{text}': {}", glob_reason(&error)))?;
-    regex::bytes::RegexBuilder::new(glob.regex())
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|error| format!("invalid glob pattern '{text}': {}", regex_reason(&error)))
+    // globset's translation says `(?-u)` and may match bytes that are not UTF-8.
+    lean_regex(glob.regex(), syntax::Config::new().utf8(false))
+        .map_err(|reason| format!("invalid glob pattern '{text}': {reason}"))
+}
+
+/// Builds a regular expression for what patterns are used for: matching a few hundred short
+/// values when a catalog compiles, or one manifest's names per request. Only the engines that
+/// are cheap to build run (a Thompson NFA with the bounded backtracker and the PikeVM); the
+/// lazy and one-pass DFAs and the literal prefilter, which pay off on long or many searches,
+/// are left out. That halves the cost of compiling a catalog with hundreds of `regex:`
+/// patterns; the syntax, and so what matches, is the `regex` crate's.
+/// An error is the reason, as [`build_reason`] words it.
+fn lean_regex(pattern: &str, syntax: syntax::Config) -> Result<meta::Regex, String> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .which_captures(WhichCaptures::None)
+                .auto_prefilter(false)
+                .hybrid(false)
+                .dfa(false)
+                .onepass(false),
+        )
+        .syntax(syntax)
+        .build(pattern)
+        .map_err(|error| build_reason(&error))
 }
 
 /// Whether a `tools=` item is a plain name rather than a glob (plain names that match nothing
@@ -169,21 +248,34 @@ fn glob_reason(error: &globset::Error) -> String {
     error.kind().to_string()
 }
 
-/// The regex crate's messages span several lines with an ASCII-art caret; keep the last line,
-/// which says what is wrong, so the message fits a problem-JSON field.
 fn regex_reason(error: &regex::Error) -> String {
     match error {
-        regex::Error::Syntax(text) => text
-            .lines()
-            .rev()
-            .find(|line| !line.trim().is_empty())
-            .unwrap_or("syntax error")
-            .trim()
-            .trim_start_matches("error: ")
-            .to_owned(),
+        regex::Error::Syntax(text) => syntax_reason(text),
         regex::Error::CompiledTooBig(_) => "expression is too large".to_owned(),
         other => other.to_string(),
     }
+}
+
+fn build_reason(error: &meta::BuildError) -> String {
+    if let Some(syntax) = error.syntax_error() {
+        syntax_reason(&syntax.to_string())
+    } else if error.size_limit().is_some() {
+        "expression is too large".to_owned()
+    } else {
+        error.to_string()
+    }
+}
+
+/// Syntax errors span several lines with an ASCII-art caret; keep the last line, which says
+/// what is wrong, so the message fits a problem-JSON field.
+fn syntax_reason(text: &str) -> String {
+    text.lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("syntax error")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -242,6 +334,16 @@ mod tests {
             "GET",
             "g\u{e9}t*",
             "*\u{e9}T_*",
+            "{get,list}_*",
+            "*_{user,users}",
+            "{get,GET}_{user,users}",
+            "*{et,xg}_u*",
+            "get_{user,}",
+            "{,x}get_user",
+            "get_{}user",
+            "{a,b,c}{d,e,f}{g,h,i}{j,k,l}",
+            "get_{u*,x}",
+            "a,b",
         ];
         let values = [
             "get_user",
@@ -276,6 +378,15 @@ mod tests {
             Pattern::glob("g?t_*", Case::Insensitive),
             Ok(Pattern::Glob(_))
         ));
+        assert!(matches!(
+            Pattern::glob("svc-{03,17}-*", Case::Insensitive),
+            Ok(Pattern::Simple(_))
+        ));
+        // 81 texts: past the expansion cap, so one regular expression instead.
+        assert!(matches!(
+            Pattern::glob("{a,b,c}{d,e,f}{g,h,i}{j,k,l}", Case::Insensitive),
+            Ok(Pattern::Glob(_))
+        ));
         // Glob case folding is ASCII (as globset's): the Kelvin sign is not a k.
         assert!(
             !Pattern::selector("k*")
@@ -287,6 +398,35 @@ mod tests {
                 .expect("valid")
                 .is_match("\u{e9}t\u{e9}_x")
         );
+    }
+
+    proptest::proptest! {
+        /// Any glob over a small alphabet rich in glob syntax: the fast path accepts exactly
+        /// what globset accepts and matches exactly what its regular expression matches.
+        #[test]
+        fn simple_fast_paths_agree_with_globset_on_any_glob(
+            pattern in "[ab*{},?\\[\\]A-]{0,10}",
+            values in proptest::collection::vec("[abAB,-]{0,6}", 1..8),
+        ) {
+            for case in [Case::Sensitive, Case::Insensitive] {
+                match (Pattern::glob(&pattern, case), glob_regex(&pattern, case)) {
+                    (Ok(fast), Ok(full)) => {
+                        for value in &values {
+                            proptest::prop_assert_eq!(
+                                fast.is_match(value),
+                                full.is_match(value.as_bytes()),
+                                "{:?} {:?} on {:?}", pattern, case, value
+                            );
+                        }
+                    }
+                    (Err(_), Err(_)) => {}
+                    (fast, full) => proptest::prop_assert!(
+                        false,
+                        "{:?}: fast {:?}, globset {:?}", pattern, fast.is_ok(), full.is_ok()
+                    ),
+                }
+            }
+        }
     }
 
     #[test]
@@ -304,6 +444,8 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains('\n'));
+        let error = Pattern::selector("regex:\\w{5000}").expect_err("too large");
+        assert!(error.ends_with("expression is too large"), "{error}");
         let error = Pattern::selector("[abc").expect_err("invalid");
         assert!(error.starts_with("invalid glob pattern '[abc'"), "{error}");
     }

@@ -9,10 +9,11 @@
 //! over the available cores, since they are independent of each other.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fixedbitset::FixedBitSet;
 
-use super::model::{Selector, Source, Tool, ToolGroup};
+use super::model::{Selector, Tool, ToolGroup};
 use super::pattern::Pattern;
 use super::snapshot::CompileError;
 
@@ -33,55 +34,56 @@ pub(super) struct SelectionIndex<'c> {
 }
 
 impl<'c> SelectionIndex<'c> {
-    pub(super) fn new(tools: &'c [&'c Tool], sources: &HashMap<&str, (usize, &'c Source)>) -> Self {
-        let len = tools.len();
-        let mut by_tag: HashMap<&str, FixedBitSet> = HashMap::new();
-        let mut by_label: HashMap<&str, FixedBitSet> = HashMap::new();
-        for (i, tool) in tools.iter().enumerate() {
-            for tag in &tool.tags {
-                by_tag
-                    .entry(tag.as_str())
-                    .or_insert_with(|| FixedBitSet::with_capacity(len))
-                    .insert(i);
-            }
-            for label in &tool.label_ids {
-                by_label
-                    .entry(label.as_str())
-                    .or_insert_with(|| FixedBitSet::with_capacity(len))
-                    .insert(i);
-            }
-        }
-        // A missing source has the name `""`; an absent path or method is `""` too.
-        let source_names = FieldValues::new(tools.iter().map(|tool| {
-            sources
-                .get(tool.source_id.as_str())
-                .map_or("", |(_, source)| source.name.as_str())
-        }));
-        let names = FieldValues::new(tools.iter().map(|tool| tool.name.as_str()));
-        let paths = FieldValues::new(tools.iter().map(|tool| tool.path.as_deref().unwrap_or("")));
-        let methods = FieldValues::new(
-            tools
-                .iter()
-                .map(|tool| tool.method.as_deref().unwrap_or("")),
-        );
+    /// An index for `len` tools, to be filled by [`SelectionIndex::add`] with tools 0..len.
+    pub(super) fn with_capacity(len: usize) -> Self {
         SelectionIndex {
             len,
-            fields: [source_names, names, paths, methods],
+            fields: std::array::from_fn(|_| FieldValues::default()),
             by_source_pattern: HashMap::new(),
             by_name_pattern: HashMap::new(),
             by_path_pattern: HashMap::new(),
             by_method_pattern: HashMap::new(),
-            by_tag,
-            by_label,
+            by_tag: HashMap::new(),
+            by_label: HashMap::new(),
             empty: FixedBitSet::with_capacity(len),
         }
     }
 
-    pub(super) fn matching(
-        &mut self,
-        selector: &'c Selector,
-        at: &str,
-    ) -> Result<FixedBitSet, CompileError> {
+    /// Indexes tool `index` (tools come in index order), whose source is named `source_name`
+    /// (`""` when the source does not exist).
+    ///
+    /// The compile calls this from its one pass over the catalog's tools: in a large catalog
+    /// the tools' strings lie scattered among their schemas, so each pass costs a cache miss
+    /// per string, and one pass is much cheaper than one per field.
+    pub(super) fn add(&mut self, index: usize, tool: &'c Tool, source_name: &'c str) {
+        let len = self.len;
+        for tag in &tool.tags {
+            self.by_tag
+                .entry(tag.as_str())
+                .or_insert_with(|| FixedBitSet::with_capacity(len))
+                .insert(index);
+        }
+        for label in &tool.label_ids {
+            self.by_label
+                .entry(label.as_str())
+                .or_insert_with(|| FixedBitSet::with_capacity(len))
+                .insert(index);
+        }
+        // An absent path or method is `""`.
+        let values = [
+            source_name,
+            tool.name.as_str(),
+            tool.path.as_deref().unwrap_or(""),
+            tool.method.as_deref().unwrap_or(""),
+        ];
+        for (field, value) in self.fields.iter_mut().zip(values) {
+            field.push(value, index as u32);
+        }
+    }
+
+    /// The tools `selector` picks; an error names the selector's key (the caller prefixes
+    /// the selector's own path, see [`CompileError::within`]).
+    pub(super) fn matching(&mut self, selector: &'c Selector) -> Result<FixedBitSet, CompileError> {
         let len = self.len;
         let mut result = FixedBitSet::with_capacity(len);
         result.insert_range(..);
@@ -90,7 +92,7 @@ impl<'c> SelectionIndex<'c> {
                 let matched =
                     self.tools_matching(field, pattern)
                         .map_err(|message| CompileError {
-                            field: format!("{at}.{}", field.name()),
+                            field: field.name().to_owned(),
                             message,
                         })?;
                 let cache = self.cache(field);
@@ -128,30 +130,34 @@ impl<'c> SelectionIndex<'c> {
             .map_or(1, |n| n.get())
             .min(wanted.len() / PATTERNS_PER_THREAD)
             .max(1);
+        // Patterns differ widely in cost (a `regex:` one costs a hundred times a literal, and
+        // they sort together), so workers take the next pattern as they go rather than a
+        // fixed share.
+        let next = AtomicUsize::new(0);
         let this = &*self;
-        let chunk = wanted.len().div_ceil(threads).max(1);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let Some(&(field, pattern)) = wanted.get(next.fetch_add(1, Ordering::Relaxed))
+                else {
+                    return done;
+                };
+                if let Ok(tools) = this.tools_matching(field, pattern) {
+                    done.push((field, pattern, tools));
+                }
+            }
+        };
         let matched: Vec<(Field, &'c str, FixedBitSet)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = wanted
-                .chunks(chunk)
-                .map(|part| {
-                    scope.spawn(move || {
-                        part.iter()
-                            .filter_map(|&(field, pattern)| {
-                                let tools = this.tools_matching(field, pattern).ok()?;
-                                Some((field, pattern, tools))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|worker| {
-                    worker
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut matched = work();
+            for helper in helpers {
+                matched.extend(
+                    helper
                         .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            matched
         });
         for (field, pattern, tools) in matched {
             self.cache(field).insert(pattern, tools);
@@ -186,25 +192,22 @@ impl<'c> SelectionIndex<'c> {
 /// One tool field's distinct values and, for each, the tools (snapshot indices) that have it:
 /// a pattern is tested once per distinct value, and building its tool set costs as much as the
 /// tools it matches, not a pass over every tool.
+#[derive(Default)]
 struct FieldValues<'c> {
     distinct: Vec<&'c str>,
     tools: Vec<Vec<u32>>,
+    /// Position of each value in `distinct`.
+    index: HashMap<&'c str, usize>,
 }
 
 impl<'c> FieldValues<'c> {
-    fn new(values: impl Iterator<Item = &'c str>) -> Self {
-        let mut index: HashMap<&'c str, usize> = HashMap::new();
-        let mut distinct = Vec::new();
-        let mut tools: Vec<Vec<u32>> = Vec::new();
-        for (tool, value) in values.enumerate() {
-            let slot = *index.entry(value).or_insert_with(|| {
-                distinct.push(value);
-                tools.push(Vec::new());
-                distinct.len() - 1
-            });
-            tools[slot].push(tool as u32);
-        }
-        FieldValues { distinct, tools }
+    fn push(&mut self, value: &'c str, tool: u32) {
+        let slot = *self.index.entry(value).or_insert_with(|| {
+            self.distinct.push(value);
+            self.tools.push(Vec::new());
+            self.distinct.len() - 1
+        });
+        self.tools[slot].push(tool);
     }
 }
 
@@ -252,6 +255,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::domain::model::Source;
 
     /// 200 tools over 4 sources; 120 groups with distinct name, path, source and method
     /// patterns: far more than one thread's share, so `prepare` really splits the work.
@@ -290,53 +294,49 @@ mod tests {
         (tools, sources, groups)
     }
 
-    fn sources_by_id(sources: &[Source]) -> HashMap<&str, (usize, &Source)> {
-        sources
-            .iter()
-            .enumerate()
-            .map(|(i, source)| (source.id.as_str(), (i, source)))
-            .collect()
+    fn index<'c>(tools: &'c [Tool], sources: &'c [Source]) -> SelectionIndex<'c> {
+        let mut index = SelectionIndex::with_capacity(tools.len());
+        for (i, tool) in tools.iter().enumerate() {
+            let source = sources.iter().find(|source| source.id == tool.source_id);
+            index.add(i, tool, source.map_or("", |source| source.name.as_str()));
+        }
+        index
     }
 
     #[test]
     fn prepared_patterns_select_exactly_what_matching_alone_does() {
         let (tools, sources, groups) = fixture();
-        let tools: Vec<&Tool> = tools.iter().collect();
-        let by_id = sources_by_id(&sources);
-        let mut prepared = SelectionIndex::new(&tools, &by_id);
+        let mut prepared = index(&tools, &sources);
         prepared.prepare(&groups);
         let distinct = prepared.by_name_pattern.len()
             + prepared.by_path_pattern.len()
             + prepared.by_source_pattern.len()
             + prepared.by_method_pattern.len();
         assert!(distinct > 2 * PATTERNS_PER_THREAD, "{distinct} patterns");
-        let mut alone = SelectionIndex::new(&tools, &by_id);
+        let mut alone = index(&tools, &sources);
         let mut selected_any = false;
         for (g, group) in groups.iter().enumerate() {
-            let at = format!("groups[{g}].selectors[0]");
             let selector = &group.selectors[0];
-            let expected = alone.matching(selector, &at).expect("compiles");
+            let expected = alone.matching(selector).expect("compiles");
             selected_any |= expected.count_ones(..) > 0;
             assert_eq!(
-                prepared.matching(selector, &at).expect("compiles"),
+                prepared.matching(selector).expect("compiles"),
                 expected,
-                "{at}"
+                "groups[{g}]"
             );
         }
         assert!(selected_any, "the fixture selects something");
     }
 
     #[test]
-    fn a_pattern_that_does_not_compile_is_reported_with_its_path_after_prepare() {
+    fn a_pattern_that_does_not_compile_is_reported_with_its_key_after_prepare() {
         let (tools, sources, mut groups) = fixture();
         groups[7].selectors[0].name_pattern = "regex:op(".to_owned();
-        let tools: Vec<&Tool> = tools.iter().collect();
-        let by_id = sources_by_id(&sources);
-        let mut index = SelectionIndex::new(&tools, &by_id);
+        let mut index = index(&tools, &sources);
         index.prepare(&groups);
         let error = index
-            .matching(&groups[7].selectors[0], "groups[7].selectors[0]")
+            .matching(&groups[7].selectors[0])
             .expect_err("invalid");
-        assert_eq!(error.field, "groups[7].selectors[0].name_pattern");
+        assert_eq!(error.field, "name_pattern");
     }
 }

@@ -18,15 +18,15 @@ use fixedbitset::FixedBitSet;
 
 use super::claims::{ClaimPath, CompiledMatcher};
 use super::manifest::ToolEntry;
-use super::model::{Catalog, Tool};
+use super::model::Catalog;
 use super::selection::SelectionIndex;
 
 /// A compiled, immutable catalog at one revision. Share it behind an `Arc`.
 #[derive(Debug)]
 pub struct Snapshot {
     pub(super) revision: u64,
+    /// In ascending id order: [`tool_index`] finds a tool by binary search.
     pub(super) tools: Vec<CompiledTool>,
-    pub(super) tool_index: HashMap<String, u32>,
     /// Tools that are enabled, not deprecated, and whose source exists and is enabled.
     pub(super) visible: FixedBitSet,
     pub(super) groups: Vec<CompiledGroup>,
@@ -98,32 +98,55 @@ pub struct CompileError {
     pub message: String,
 }
 
+impl CompileError {
+    /// The error with `field` relative to `parent` (`name_pattern` within
+    /// `groups[3].selectors[0]`). Paths are built only when something fails, so that a large
+    /// catalog compiles without formatting thousands of them.
+    fn within(self, parent: std::fmt::Arguments<'_>) -> CompileError {
+        CompileError {
+            field: format!("{parent}.{}", self.field),
+            message: self.message,
+        }
+    }
+}
+
 impl Snapshot {
     /// Compiles a (normalised) catalog. Dangling references are tolerated and contribute
     /// nothing, as SEMANTICS.md says; only patterns, paths and matcher values must be valid.
     pub fn compile(catalog: Catalog, revision: u64) -> Result<Snapshot, CompileError> {
-        let mut order: Vec<usize> = (0..catalog.tools.len()).collect();
-        order.sort_by(|&a, &b| catalog.tools[a].id.cmp(&catalog.tools[b].id));
-        order.dedup_by(|&mut a, &mut b| catalog.tools[a].id == catalog.tools[b].id);
-
-        let sources: HashMap<&str, (usize, &super::model::Source)> = catalog
-            .sources
+        // Tools in id order; of tools sharing an id, the first. (A catalog read from a store
+        // is usually in id order already, which the sort notices in one pass.)
+        let mut order: Vec<(&str, usize)> = catalog
+            .tools
             .iter()
             .enumerate()
-            .map(|(i, source)| (source.id.as_str(), (i, source)))
+            .map(|(position, tool)| (tool.id.as_str(), position))
+            .collect();
+        order.sort_by(|a, b| a.0.cmp(b.0));
+        order.dedup_by(|a, b| a.0 == b.0);
+
+        let sources: HashMap<&str, &super::model::Source> = catalog
+            .sources
+            .iter()
+            .map(|source| (source.id.as_str(), source))
             .collect();
 
+        // One pass over the tools fills everything that needs their fields (see
+        // `SelectionIndex::add` for why one).
         let tool_count = order.len();
         let mut tools = Vec::with_capacity(tool_count);
-        let mut tool_index = HashMap::with_capacity(tool_count);
         let mut visible = FixedBitSet::with_capacity(tool_count);
-        for (index, &position) in order.iter().enumerate() {
+        let mut selection = SelectionIndex::with_capacity(tool_count);
+        for (index, &(_, position)) in order.iter().enumerate() {
             let tool = &catalog.tools[position];
-            let source_enabled = sources
-                .get(tool.source_id.as_str())
-                .is_some_and(|(_, source)| source.enabled);
+            let source = sources.get(tool.source_id.as_str());
+            let source_enabled = source.is_some_and(|source| source.enabled);
             visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
-            tool_index.insert(tool.id.clone(), index as u32);
+            selection.add(
+                index,
+                tool,
+                source.map_or("", |source| source.name.as_str()),
+            );
             tools.push(CompiledTool {
                 id: tool.id.clone(),
                 name: tool.name.clone(),
@@ -134,10 +157,12 @@ impl Snapshot {
                 entry: OnceLock::new(),
             });
         }
-
-        let catalog_tools: Vec<&Tool> = order.iter().map(|&p| &catalog.tools[p]).collect();
-        let mut selection = SelectionIndex::new(&catalog_tools, &sources);
         selection.prepare(&catalog.groups);
+        let tool_ids: HashMap<&str, u32> = order
+            .iter()
+            .enumerate()
+            .map(|(index, &(id, _))| (id, index as u32))
+            .collect();
 
         let mut group_order: Vec<usize> = (0..catalog.groups.len()).collect();
         group_order.sort_by(|&a, &b| catalog.groups[a].id.cmp(&catalog.groups[b].id));
@@ -146,17 +171,18 @@ impl Snapshot {
         let mut group_index = HashMap::with_capacity(group_order.len());
         for &position in &group_order {
             let group = &catalog.groups[position];
-            let at = format!("groups[{position}]");
             let mut selected = FixedBitSet::with_capacity(tool_count);
             if !group.selectors.is_empty() {
                 selected.insert_range(..);
                 for (j, selector) in group.selectors.iter().enumerate() {
-                    let matched = selection.matching(selector, &format!("{at}.selectors[{j}]"))?;
+                    let matched = selection.matching(selector).map_err(|error| {
+                        error.within(format_args!("groups[{position}].selectors[{j}]"))
+                    })?;
                     selected.intersect_with(&matched);
                 }
             }
-            let explicit = indices_of(&group.explicit_tool_ids, &tool_index);
-            let excluded = indices_of(&group.excluded_tool_ids, &tool_index);
+            let explicit = indices_of(&group.explicit_tool_ids, &tool_ids);
+            let excluded = indices_of(&group.excluded_tool_ids, &tool_ids);
             let mut members = FixedBitSet::with_capacity(tool_count);
             if group.active {
                 members.union_with(&selected);
@@ -191,10 +217,9 @@ impl Snapshot {
                 .iter()
                 .enumerate()
                 .map(|(j, matcher)| {
-                    interner.intern(
-                        matcher,
-                        &format!("policies[{position}].claim_matchers[{j}]"),
-                    )
+                    interner.intern(matcher).map_err(|error| {
+                        error.within(format_args!("policies[{position}].claim_matchers[{j}]"))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let groups_of = |ids: &[String]| -> Vec<u32> {
@@ -225,7 +250,6 @@ impl Snapshot {
         Ok(Snapshot {
             revision,
             tools,
-            tool_index,
             visible,
             groups,
             group_index,
@@ -257,9 +281,20 @@ impl Snapshot {
     }
 }
 
+/// The snapshot index of the tool with this id, if any (`tools` is in id order).
+pub(super) fn tool_index(tools: &[CompiledTool], id: &str) -> Option<u32> {
+    tools
+        .binary_search_by(|tool| tool.id.as_str().cmp(id))
+        .ok()
+        .map(|index| index as u32)
+}
+
 /// The snapshot indices of the ids that name existing tools, ascending and deduplicated.
-fn indices_of(ids: &[String], index: &HashMap<String, u32>) -> Vec<u32> {
-    let mut indices: Vec<u32> = ids.iter().filter_map(|id| index.get(id).copied()).collect();
+fn indices_of(ids: &[String], tool_ids: &HashMap<&str, u32>) -> Vec<u32> {
+    let mut indices: Vec<u32> = ids
+        .iter()
+        .filter_map(|id| tool_ids.get(id.as_str()).copied())
+        .collect();
     indices.sort_unstable();
     indices.dedup();
     indices
@@ -275,17 +310,14 @@ struct MatcherInterner {
 }
 
 impl MatcherInterner {
-    fn intern(
-        &mut self,
-        matcher: &super::model::ClaimMatcher,
-        at: &str,
-    ) -> Result<u32, CompileError> {
+    /// The matcher's index; an error names the matcher's key (`json_path`, `value`…).
+    fn intern(&mut self, matcher: &super::model::ClaimMatcher) -> Result<u32, CompileError> {
         let path = match self.path_ids.get(&matcher.json_path) {
             Some(&id) => id,
             None => {
                 let parsed =
                     ClaimPath::parse(&matcher.json_path).map_err(|message| CompileError {
-                        field: format!("{at}.json_path"),
+                        field: "json_path".to_owned(),
                         message,
                     })?;
                 let id = self.paths.len() as u32;
@@ -299,7 +331,7 @@ impl MatcherInterner {
             return Ok(id);
         }
         let compiled = CompiledMatcher::compile(matcher).map_err(|error| CompileError {
-            field: format!("{at}.{}", error.field),
+            field: error.field.to_string(),
             message: error.message,
         })?;
         let id = self.matchers.len() as u32;
@@ -309,5 +341,71 @@ impl MatcherInterner {
         });
         self.matcher_ids.insert(key, id);
         Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn compile(edit: impl FnOnce(&mut Value)) -> Result<Snapshot, CompileError> {
+        let mut value = json!({
+            "sources": [{"id": "s", "name": "svc", "type": "manual"}],
+            "tools": [
+                {"source_id": "s", "operation_id": "b", "name": "b", "method": "GET"},
+                {"source_id": "s", "operation_id": "a", "name": "a", "method": "POST"}
+            ],
+            "groups": [
+                {"id": "g-all", "name": "all", "selectors": [{}]},
+                {"id": "g-get", "name": "get", "selectors": [{}, {"method_pattern": "GET"}],
+                 "explicit_tool_ids": ["s:a", "s:missing"]}
+            ],
+            "policies": [{"id": "p", "name": "p", "allowed_group_ids": ["g-get"],
+                          "claim_matchers": [{"json_path": "roles", "operator": "contains", "value": "r"}]}]
+        });
+        edit(&mut value);
+        let mut catalog: Catalog = serde_json::from_value(value).expect("catalog parses");
+        catalog.normalize();
+        Snapshot::compile(catalog, 1)
+    }
+
+    #[test]
+    fn tools_are_indexed_in_id_order_and_explicit_ids_resolve() {
+        let snapshot = compile(|_| {}).expect("compiles");
+        let ids: Vec<&str> = snapshot.tools.iter().map(|tool| tool.id.as_str()).collect();
+        assert_eq!(ids, ["s:a", "s:b"]);
+        assert_eq!(tool_index(&snapshot.tools, "s:b"), Some(1));
+        assert_eq!(tool_index(&snapshot.tools, "s:c"), None);
+        let get = &snapshot.groups[1];
+        assert_eq!(get.explicit, [0], "the missing id contributes nothing");
+        assert_eq!(get.members.ones().collect::<Vec<_>>(), [0, 1]);
+    }
+
+    #[test]
+    fn errors_carry_the_full_field_path() {
+        let error = compile(|catalog| {
+            catalog["groups"][1]["selectors"][1]["name_pattern"] = json!("regex:(");
+        })
+        .expect_err("invalid pattern");
+        assert_eq!(error.field, "groups[1].selectors[1].name_pattern");
+        assert!(
+            error.message.starts_with("invalid regular expression"),
+            "{error}"
+        );
+
+        let error = compile(|catalog| {
+            catalog["policies"][0]["claim_matchers"][0] =
+                json!({"json_path": "sub", "operator": "matches", "value": "("});
+        })
+        .expect_err("invalid matcher");
+        assert_eq!(error.field, "policies[0].claim_matchers[0].value");
+
+        let error = compile(|catalog| {
+            catalog["policies"][0]["claim_matchers"][0]["json_path"] = json!("/a~2");
+        })
+        .expect_err("invalid path");
+        assert_eq!(error.field, "policies[0].claim_matchers[0].json_path");
     }
 }
