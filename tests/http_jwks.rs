@@ -71,4 +71,7 @@ async fn rs256_and_es256_tokens_from_a_rotating_jwks() {
     // The retired key no longer verifies once the set has been refetched.
     let retired = ec.sign(Algorithm::ES256, &claims("agent-3", &["agent"]));
     gateway.get("/agents/tools", &retired).await.problem(401);
+    // Nor does a token it verified before the rotation: the gateway's memory of verified
+    // tokens does not outlive the keys that verified them.
+    gateway.get("/agents/tools", &agent).await.problem(401);
 }

@@ -17,7 +17,7 @@ pub fn bearer_token(header_value: Option<&str>) -> Result<&str, AuthError> {
     if token.is_empty() {
         return Err(AuthError::Missing);
     }
-    if token.contains(|c: char| c.is_ascii_whitespace()) {
+    if token.bytes().any(|byte| byte.is_ascii_whitespace()) {
         return Err(AuthError::Malformed);
     }
     Ok(token)

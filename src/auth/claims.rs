@@ -16,19 +16,39 @@ pub(crate) struct ClaimRules {
     pub leeway_secs: i64,
 }
 
+/// When a token that passed [`ClaimRules::check`] is acceptable: from `nbf` minus the leeway
+/// up to, not including, `exp` plus the leeway. Its issuer and audience cannot change, so the
+/// window is all there is to check again when the same token comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Validity {
+    /// The `exp` claim in unix seconds, if present.
+    pub expires_at: Option<i64>,
+    from: i64,
+    until: i64,
+}
+
+impl Validity {
+    /// Whether the token is acceptable at unix time `now`.
+    pub fn contains(&self, now: i64) -> bool {
+        self.from <= now && now < self.until
+    }
+}
+
 impl ClaimRules {
-    /// Checks the claims at unix time `now` and returns `exp`, if present.
+    /// Checks the claims at unix time `now` and returns when they are valid.
     ///
     /// `exp` is optional, but when present the token must not be past it by more than the
     /// leeway; likewise for `nbf`. `iss` and `aud` must be present and match only when
     /// configured. A registered claim with the wrong JSON type is [`AuthError::Malformed`].
-    pub fn check(&self, claims: &Map<String, Value>, now: i64) -> Result<Option<i64>, AuthError> {
+    pub fn check(&self, claims: &Map<String, Value>, now: i64) -> Result<Validity, AuthError> {
         let expires_at = claims.get("exp").map(numeric_date).transpose()?;
-        if expires_at.is_some_and(|exp| now >= exp.saturating_add(self.leeway_secs)) {
+        let until = expires_at.map_or(i64::MAX, |exp| exp.saturating_add(self.leeway_secs));
+        if now >= until {
             return Err(AuthError::Expired);
         }
         let not_before = claims.get("nbf").map(numeric_date).transpose()?;
-        if not_before.is_some_and(|nbf| now.saturating_add(self.leeway_secs) < nbf) {
+        let from = not_before.map_or(i64::MIN, |nbf| nbf.saturating_sub(self.leeway_secs));
+        if now < from {
             return Err(AuthError::NotYetValid);
         }
         if let Some(issuer) = &self.issuer
@@ -41,7 +61,11 @@ impl ClaimRules {
         {
             return Err(AuthError::WrongAudience);
         }
-        Ok(expires_at)
+        Ok(Validity {
+            expires_at,
+            from,
+            until,
+        })
     }
 }
 
@@ -89,7 +113,40 @@ mod tests {
         let Value::Object(claims) = claims else {
             panic!("claims must be an object")
         };
-        rules.check(&claims, NOW)
+        rules
+            .check(&claims, NOW)
+            .map(|validity| validity.expires_at)
+    }
+
+    #[test]
+    fn the_validity_window_accepts_exactly_the_times_check_accepts() {
+        let plain = rules(None, None);
+        let claim_sets = [
+            json!({}),
+            json!({"exp": NOW + 5}),
+            json!({"nbf": NOW - 5}),
+            json!({"nbf": NOW + 40, "exp": NOW + 45}),
+            json!({"nbf": NOW - 100, "exp": NOW - 25}),
+            json!({"exp": (NOW + 3) as f64 + 0.9}),
+        ];
+        for claims in claim_sets {
+            let Value::Object(map) = &claims else {
+                unreachable!()
+            };
+            // The window of a token checked at some time when it was valid…
+            let validity = (NOW - 200..NOW + 200)
+                .find_map(|at| plain.check(map, at).ok())
+                .expect("valid at some time");
+            // …says yes exactly when checking afresh does.
+            for now in NOW - 200..NOW + 200 {
+                assert_eq!(
+                    validity.contains(now),
+                    plain.check(map, now).is_ok(),
+                    "{claims} at NOW{:+}",
+                    now - NOW
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! lock, so concurrent callers that miss the same key share a single fetch, and refetches on a
 //! miss are rate-limited. A failed fetch never replaces the set in use.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
@@ -21,6 +22,8 @@ use super::{AuthError, AuthSetupError, JwksError};
 pub(crate) struct JwksCache {
     source: JwksSource,
     current: RwLock<Arc<KeySet>>,
+    /// Bumped after every key set made current: what a verification was made with.
+    generation: AtomicU64,
     /// Held for the duration of a fetch; stores when the last fetch started.
     fetch_gate: Mutex<Option<Instant>>,
     refresh_interval: Duration,
@@ -40,6 +43,7 @@ impl JwksCache {
         let cache = Arc::new(Self {
             source,
             current: RwLock::new(Arc::new(KeySet::default())),
+            generation: AtomicU64::new(0),
             fetch_gate: Mutex::new(None),
             refresh_interval,
             min_refetch_interval,
@@ -60,6 +64,12 @@ impl JwksCache {
             }
         }
         Ok(cache)
+    }
+
+    /// Counts the key sets made current. A token verified while it read `g` may have used the
+    /// set of `g` or a newer one, never an older one (the set is stored before the bump).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// The key set in use now.
@@ -124,6 +134,7 @@ impl JwksCache {
         let renewed = Arc::new(KeySet::parse(&document)?);
         tracing::info!(source = %self.source, keys = renewed.len(), "JWKS loaded");
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&renewed);
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(renewed)
     }
 

@@ -22,6 +22,7 @@ mod key_set;
 mod mint;
 mod settings;
 mod token;
+mod verified;
 mod verify;
 
 pub use admin::AdminRule;

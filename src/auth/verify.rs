@@ -13,7 +13,9 @@ use super::hmac::HmacKeys;
 use super::jwks::JwksCache;
 use super::jwks_source::JwksSource;
 use super::token::TokenParts;
+use super::verified::{self, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
+use crate::domain::fingerprint::Fingerprint;
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
 /// the hash size).
@@ -24,6 +26,8 @@ const RECOMMENDED_SECRET_BYTES: usize = 32;
 pub struct VerifiedToken {
     /// The full JWT payload: every claim, nested objects included, for the access policies.
     pub claims: Map<String, Value>,
+    /// The fingerprint of `claims`: the key of everything cached for this identity.
+    pub fingerprint: Fingerprint,
     /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
     pub expires_at: Option<i64>,
 }
@@ -41,6 +45,7 @@ struct Inner {
     hmac: Option<HmacKeys>,
     jwks: Option<Arc<JwksCache>>,
     rules: ClaimRules,
+    verified: VerifiedTokens,
 }
 
 impl Verifier {
@@ -86,7 +91,12 @@ impl Verifier {
             leeway_secs: i64::try_from(settings.leeway.as_secs()).unwrap_or(i64::MAX),
         };
         Ok(Self {
-            inner: Arc::new(Inner { hmac, jwks, rules }),
+            inner: Arc::new(Inner {
+                hmac,
+                jwks,
+                rules,
+                verified: VerifiedTokens::new(verified::CAPACITY),
+            }),
         })
     }
 
@@ -94,8 +104,20 @@ impl Verifier {
     ///
     /// The signature is checked before the payload is even decoded. HS* tokens never wait
     /// on I/O; an asymmetric token with an unknown key may wait for one (rate-limited, shared)
-    /// JWKS refetch.
-    pub async fn verify(&self, token: &str) -> Result<VerifiedToken, AuthError> {
+    /// JWKS refetch. A token verified before and still valid is answered from memory (see
+    /// [`verified`](super::verified) for why that is as good as checking it again).
+    pub async fn verify(&self, token: &str) -> Result<Arc<VerifiedToken>, AuthError> {
+        self.verify_at(token, unix_now()).await
+    }
+
+    /// [`Verifier::verify`] at unix time `now`.
+    async fn verify_at(&self, token: &str, now: i64) -> Result<Arc<VerifiedToken>, AuthError> {
+        // Read before verifying: keys replaced meanwhile make the entry stale, never the
+        // reverse.
+        let key_generation = self.key_generation();
+        if let Some(known) = self.inner.verified.get(token, now, key_generation) {
+            return Ok(known);
+        }
         let parts = TokenParts::split(token)?;
         let mut header_json = Vec::new();
         let header = parts.header(&mut header_json)?;
@@ -117,8 +139,21 @@ impl Verifier {
                 .await?;
         }
         let claims = parts.claims()?;
-        let expires_at = self.inner.rules.check(&claims, unix_now())?;
-        Ok(VerifiedToken { claims, expires_at })
+        let validity = self.inner.rules.check(&claims, now)?;
+        let verified = Arc::new(VerifiedToken {
+            fingerprint: Fingerprint::of(&claims),
+            claims,
+            expires_at: validity.expires_at,
+        });
+        self.inner
+            .verified
+            .insert(token, Arc::clone(&verified), validity, key_generation);
+        Ok(verified)
+    }
+
+    /// Which key set verifications use now: the JWKS's generation (the secret never changes).
+    fn key_generation(&self) -> u64 {
+        self.inner.jwks.as_ref().map_or(0, |jwks| jwks.generation())
     }
 
     /// Starts refetching the JWKS every `jwks_refresh_interval` (sooner while fetches fail);
@@ -145,4 +180,106 @@ fn unix_now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::auth::mint_hs256;
+
+    const SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
+    const NOW: i64 = 1_800_000_000;
+    const LEEWAY: i64 = 30;
+
+    async fn verifier() -> Verifier {
+        Verifier::new(AuthSettings {
+            hmac_secret: Some(SECRET.to_owned()),
+            leeway: std::time::Duration::from_secs(LEEWAY as u64),
+            ..AuthSettings::default()
+        })
+        .await
+        .expect("verifier")
+    }
+
+    fn token(claims: Value) -> String {
+        mint_hs256(SECRET, claims.as_object().expect("object")).expect("mint")
+    }
+
+    /// `token` with the character at `at` (from the end when negative) changed.
+    fn tampered(token: &str, at: isize) -> String {
+        let mut bytes = token.as_bytes().to_vec();
+        let i = if at < 0 {
+            bytes.len() - at.unsigned_abs()
+        } else {
+            at as usize
+        };
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        String::from_utf8(bytes).expect("ascii")
+    }
+
+    #[tokio::test]
+    async fn a_token_presented_again_is_answered_from_memory() {
+        let verifier = verifier().await;
+        let token = token(json!({"sub": "a", "roles": ["agent"], "exp": NOW + 600}));
+        let first = verifier.verify_at(&token, NOW).await.expect("valid");
+        let again = verifier.verify_at(&token, NOW + 1).await.expect("valid");
+        assert!(Arc::ptr_eq(&first, &again), "the second call is a hit");
+        assert_eq!(first.fingerprint, Fingerprint::of(&first.claims));
+        assert_eq!(first.expires_at, Some(NOW + 600));
+        assert_eq!(verifier.inner.verified.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_remembered_token_is_held_to_its_validity_window_at_each_request() {
+        let verifier = verifier().await;
+        let token = token(json!({"sub": "a", "nbf": NOW + 100, "exp": NOW + 200}));
+        verifier
+            .verify_at(&token, NOW + 150)
+            .await
+            .expect("valid then");
+        let cases = [
+            (NOW + 100 - LEEWAY - 1, Err(AuthError::NotYetValid)),
+            (NOW + 100 - LEEWAY, Ok(())),
+            (NOW + 200 + LEEWAY - 1, Ok(())),
+            (NOW + 200 + LEEWAY, Err(AuthError::Expired)),
+        ];
+        for (now, expected) in cases {
+            assert_eq!(
+                verifier.verify_at(&token, now).await.map(drop),
+                expected,
+                "at NOW{:+}",
+                now - NOW
+            );
+        }
+        assert_eq!(
+            verifier.inner.verified.len(),
+            0,
+            "an expired token is forgotten"
+        );
+    }
+
+    #[tokio::test]
+    async fn only_the_exact_token_hits_and_failures_are_not_remembered() {
+        let verifier = verifier().await;
+        let token = token(json!({"sub": "a", "roles": ["agent"]}));
+        verifier.verify_at(&token, NOW).await.expect("valid");
+        let signature_changed = tampered(&token, -2);
+        let header_changed = tampered(&token, 5);
+        let payload_start = token.find('.').expect("three parts") as isize + 3;
+        let payload_changed = tampered(&token, payload_start);
+        for forged in [signature_changed, header_changed, payload_changed] {
+            assert!(
+                verifier.verify_at(&forged, NOW).await.is_err(),
+                "{forged} must not verify"
+            );
+        }
+        let expired = self::token(json!({"sub": "b", "exp": NOW - 3600}));
+        assert_eq!(
+            verifier.verify_at(&expired, NOW).await,
+            Err(AuthError::Expired)
+        );
+        assert_eq!(verifier.inner.verified.len(), 1, "only the valid token");
+    }
 }

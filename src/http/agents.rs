@@ -17,9 +17,9 @@ use super::AppState;
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use super::limit::RouteClass;
+use crate::auth::VerifiedToken;
 use crate::cache::{CacheKey, RenderedManifest};
 use crate::domain::claims::Claims;
-use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
 
@@ -90,11 +90,11 @@ pub async fn list_tools(
     query.authorize(&agent)?;
     let snapshot = state.catalog.snapshot();
     if query.explain {
-        let explained = snapshot.explain(&agent.claims, &query.options);
+        let explained = snapshot.explain(agent.claims(), &query.options);
         let body = with_explanation(&explained.manifest, &explained.explanation)?;
         return Ok(manifest_response(body, explained.manifest.etag(), &headers));
     }
-    let rendered = rendered_manifest(&state, &snapshot, &agent.claims, query.options).await;
+    let rendered = rendered_manifest(&state, &snapshot, &agent.token, query.options).await;
     Ok(manifest_response(
         rendered.body.clone(),
         &rendered.etag,
@@ -128,7 +128,7 @@ impl CacheOutcome {
 pub async fn rendered_manifest(
     state: &AppState,
     snapshot: &Snapshot,
-    claims: &Claims,
+    token: &VerifiedToken,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
     let started = Instant::now();
@@ -140,7 +140,7 @@ pub async fn rendered_manifest(
         tools = Empty,
     );
     let (rendered, outcome) =
-        crate::telemetry::in_span(&span, resolve(state, snapshot, claims, options)).await;
+        crate::telemetry::in_span(&span, resolve(state, snapshot, token, options)).await;
     span.record("cache", outcome.name())
         .record("tools", rendered.tool_count);
     state
@@ -154,15 +154,16 @@ pub async fn rendered_manifest(
 async fn resolve(
     state: &AppState,
     snapshot: &Snapshot,
-    claims: &Claims,
+    token: &VerifiedToken,
     options: ManifestOptions,
 ) -> (Arc<RenderedManifest>, CacheOutcome) {
-    let Some(shared) = &state.shared else {
-        return local(state, snapshot, claims, options);
-    };
+    let claims = &token.claims;
     let key = CacheKey {
-        fingerprint: Fingerprint::of(claims),
+        fingerprint: token.fingerprint,
         options,
+    };
+    let Some(shared) = &state.shared else {
+        return local(state, snapshot, claims, key);
     };
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
         return (hit, CacheOutcome::Hit);
@@ -185,25 +186,23 @@ async fn resolve(
 
 /// [`rendered_manifest`] without the shared cache and uncounted, for callers that cannot wait
 /// (a stream resynchronising from inside its event loop).
+/// `key` must hold the fingerprint of `claims`.
 pub fn render_local(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
-    options: ManifestOptions,
+    key: CacheKey,
 ) -> Arc<RenderedManifest> {
-    local(state, snapshot, claims, options).0
+    local(state, snapshot, claims, key).0
 }
 
+/// `key` must hold the fingerprint of `claims`.
 fn local(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
-    options: ManifestOptions,
+    key: CacheKey,
 ) -> (Arc<RenderedManifest>, CacheOutcome) {
-    let key = CacheKey {
-        fingerprint: Fingerprint::of(claims),
-        options,
-    };
     if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
         return (hit, CacheOutcome::Hit);
     }

@@ -32,7 +32,7 @@ pub fn routes() -> Router<AppState> {
 async fn prepare(State(state): State<AppState>, agent: Agent) -> Result<Response, ApiError> {
     let snapshot = state.catalog.snapshot();
     let rendered =
-        rendered_manifest(&state, &snapshot, &agent.claims, ManifestOptions::default()).await;
+        rendered_manifest(&state, &snapshot, &agent.token, ManifestOptions::default()).await;
     let count = rendered.tool_count;
     *PRECOMPUTED.write().unwrap_or_else(|p| p.into_inner()) = Some(rendered);
     Ok((StatusCode::OK, format!("{{\"tools\":{count}}}")).into_response())

@@ -2,6 +2,8 @@
 //! [`Agent`] (a verified bearer token), [`Admin`] (one that passes the admin rule),
 //! [`JsonBody`] (a JSON body with field-path errors) and [`QueryPairs`].
 
+use std::sync::Arc;
+
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::header::AUTHORIZATION;
@@ -11,22 +13,25 @@ use serde::de::DeserializeOwned;
 use super::AppState;
 use super::errors::ApiError;
 use super::limit::RouteClass;
-use crate::auth::bearer_token;
+use crate::auth::{VerifiedToken, bearer_token};
 use crate::domain::claims::Claims;
 use crate::domain::validate::{ErrorKind, FieldError};
 
-/// The caller, authenticated: the full claims of a verified token.
+/// The caller, authenticated: a verified token (shared with the verifier's memory of it).
 pub struct Agent {
-    pub claims: Claims,
-    /// `exp` of the token, unix seconds.
-    pub expires_at: Option<i64>,
+    pub token: Arc<VerifiedToken>,
     pub is_admin: bool,
 }
 
 impl Agent {
+    /// Every claim of the token.
+    pub fn claims(&self) -> &Claims {
+        &self.token.claims
+    }
+
     /// The `sub` claim (`""` when absent or not a string).
     pub fn sub(&self) -> &str {
-        self.claims
+        self.claims()
             .get("sub")
             .and_then(|sub| sub.as_str())
             .unwrap_or_default()
@@ -66,15 +71,16 @@ impl FromRequestParts<AppState> for Agent {
                 .record("outcome", error.description())
                 .record("otel.status_code", "error"),
         };
-        let verified = verified?;
-        let is_admin = state.admin_rule.is_admin(&verified.claims);
-        if let Some(sub) = verified.claims.get("sub").and_then(|sub| sub.as_str()) {
-            tracing::Span::current().record("subject", subject_hash(sub).as_str());
+        let token = verified?;
+        let request = tracing::Span::current();
+        if !request.is_disabled()
+            && let Some(sub) = token.claims.get("sub").and_then(|sub| sub.as_str())
+        {
+            request.record("subject", subject_hash(sub).as_str());
         }
         Ok(Agent {
-            claims: verified.claims,
-            expires_at: verified.expires_at,
-            is_admin,
+            is_admin: state.admin_rule.is_admin(&token.claims),
+            token,
         })
     }
 }

@@ -16,6 +16,7 @@ use super::agents::{AgentQuery, render_local, rendered_manifest};
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use super::limit::RouteClass;
+use crate::cache::CacheKey;
 use crate::stream::{Connection, Opening, SubscribeError};
 
 /// How long a client refused for too many streams should wait before retrying, seconds.
@@ -47,7 +48,7 @@ async fn stream_tools(
         .hub
         .subscribe(
             &agent.subject(),
-            &agent.claims,
+            agent.claims(),
             query.options.clone(),
             &state.catalog,
         )
@@ -58,7 +59,7 @@ async fn stream_tools(
             },
             SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
         })?;
-    let rendered = rendered_manifest(&state, &snapshot, &agent.claims, query.options.clone()).await;
+    let rendered = rendered_manifest(&state, &snapshot, &agent.token, query.options.clone()).await;
     drop(snapshot); // an idle stream must not pin an old snapshot
     let resumed = headers
         .get("last-event-id")
@@ -66,13 +67,16 @@ async fn stream_tools(
         .is_some_and(|id| id.trim() == rendered.etag);
     let claims = Arc::clone(&subscription.claims);
     let render_state = state.clone();
-    let options = query.options;
+    let key = CacheKey {
+        fingerprint: agent.token.fingerprint,
+        options: query.options,
+    };
     let render = Box::new(move || {
         render_local(
             &render_state,
             &render_state.catalog.snapshot(),
             &claims,
-            options.clone(),
+            key.clone(),
         )
     });
     let connection = Connection::new(
@@ -80,7 +84,7 @@ async fn stream_tools(
         render,
         Opening { resumed, rendered },
         state.sse_ping,
-        agent.expires_at,
+        agent.token.expires_at,
     );
     Ok((
         StatusCode::OK,

@@ -1,0 +1,142 @@
+//! Tokens verified before. An agent presents the same token on every call for the token's
+//! lifetime, so the signature check, the decoding of the payload and the claims fingerprint are
+//! done once per token rather than once per request (Envoy's `jwt_authn` keeps the same kind of
+//! cache). On the hot path this is most of what a request costs besides writing the bytes.
+//!
+//! What makes a hit as good as a fresh verification:
+//! - entries are keyed by the whole token text and compared exactly, so a hit is the very
+//!   token verified before: a token that differs in any byte (its signature included) misses;
+//! - only tokens that passed every check are stored, never a failure;
+//! - a hit counts only inside the token's validity window (`nbf` and `exp`, with the leeway) at
+//!   the time of the request; outside it the entry is dropped and the token verified afresh,
+//!   which gives the precise error;
+//! - an entry remembers the generation of the keys that verified it; a JWKS refetch starts a
+//!   new generation, so a token signed with a key that has since been retired is checked
+//!   against the new keys (and refused) instead of being remembered;
+//! - it is bounded: when full, it is emptied and refills with the tokens in use.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use super::claims::Validity;
+use super::verify::VerifiedToken;
+
+/// Tokens kept at most. A token with its claims takes one or two KiB, so a full cache holds a
+/// few MiB; a deployment with more agents calling at once than this still works, it just
+/// verifies more often.
+pub(crate) const CAPACITY: usize = 4096;
+
+struct Entry {
+    token: Arc<VerifiedToken>,
+    validity: Validity,
+    key_generation: u64,
+}
+
+/// Bounded map from token text to its verification.
+pub(crate) struct VerifiedTokens {
+    entries: RwLock<HashMap<Box<str>, Entry>>,
+    capacity: usize,
+}
+
+impl VerifiedTokens {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            entries: RwLock::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The earlier verification of exactly `token`, if it is valid at unix time `now` and was
+    /// made with the keys of `key_generation`.
+    pub fn get(&self, token: &str, now: i64, key_generation: u64) -> Option<Arc<VerifiedToken>> {
+        {
+            let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+            let entry = entries.get(token)?;
+            if entry.validity.contains(now) && entry.key_generation == key_generation {
+                return Some(Arc::clone(&entry.token));
+            }
+        }
+        // Expired, not yet valid, or verified with keys since replaced: forget it.
+        self.entries
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(token);
+        None
+    }
+
+    /// Remembers a token that passed every check with the keys of `key_generation`.
+    pub fn insert(
+        &self,
+        token: &str,
+        verified: Arc<VerifiedToken>,
+        validity: Validity,
+        key_generation: u64,
+    ) {
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= self.capacity && !entries.contains_key(token) {
+            entries.clear();
+        }
+        entries.insert(
+            token.into(),
+            Entry {
+                token: verified,
+                validity,
+                key_generation,
+            },
+        );
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.entries
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::auth::claims::ClaimRules;
+    use crate::domain::fingerprint::Fingerprint;
+
+    fn verified(sub: &str) -> (Arc<VerifiedToken>, Validity) {
+        let claims = json!({"sub": sub}).as_object().expect("object").clone();
+        let rules = ClaimRules {
+            issuer: None,
+            audience: None,
+            leeway_secs: 0,
+        };
+        let validity = rules.check(&claims, 0).expect("valid");
+        let token = VerifiedToken {
+            fingerprint: Fingerprint::of(&claims),
+            claims,
+            expires_at: None,
+        };
+        (Arc::new(token), validity)
+    }
+
+    #[test]
+    fn a_hit_needs_the_same_key_generation() {
+        let tokens = VerifiedTokens::new(8);
+        let (token, validity) = verified("a");
+        tokens.insert("t.a.x", token, validity, 3);
+        assert!(tokens.get("t.a.x", 0, 3).is_some());
+        assert!(tokens.get("t.a.x", 0, 4).is_none(), "keys replaced since");
+        assert!(tokens.get("t.a.x", 0, 3).is_none(), "and forgotten");
+    }
+
+    #[test]
+    fn the_memory_is_bounded() {
+        let tokens = VerifiedTokens::new(2);
+        for sub in ["a", "b", "c", "d", "e"] {
+            let (token, validity) = verified(sub);
+            tokens.insert(sub, token, validity, 0);
+            assert!(tokens.len() <= 2);
+        }
+        assert!(tokens.get("e", 0, 0).is_some(), "the newest is kept");
+    }
+}
