@@ -373,10 +373,44 @@ impl Catalog {
     /// Puts every collection in id order: the one canonical form in which a catalog is stored
     /// and served, whatever order it was written in. Stable, so duplicates keep their order.
     pub fn sort_by_id(&mut self) {
-        self.sources.sort_by(|a, b| a.id.cmp(&b.id));
-        self.tools.sort_by(|a, b| a.id.cmp(&b.id));
-        self.labels.sort_by(|a, b| a.id.cmp(&b.id));
-        self.groups.sort_by(|a, b| a.id.cmp(&b.id));
-        self.policies.sort_by(|a, b| a.id.cmp(&b.id));
+        sort_by_id(&mut self.sources, |source| &source.id);
+        sort_by_id(&mut self.tools, |tool| &tool.id);
+        sort_by_id(&mut self.labels, |label| &label.id);
+        sort_by_id(&mut self.groups, |group| &group.id);
+        sort_by_id(&mut self.policies, |policy| &policy.id);
+    }
+}
+
+/// A stable sort by id that moves each entity once: the positions are sorted, then the
+/// entities taken in that order. A tool is hundreds of bytes, and sorting 10,000 of them in
+/// place moved megabytes per merge pass. A collection already in order (what entity writes
+/// to a stored catalog mostly leave) costs one comparison per entity.
+fn sort_by_id<T>(items: &mut Vec<T>, id: impl Fn(&T) -> &String) {
+    if items.is_sorted_by(|a, b| id(a) <= id(b)) {
+        return;
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| id(&items[a]).cmp(id(&items[b])));
+    let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
+    items.extend(order.into_iter().filter_map(|i| slots[i].take()));
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::sort_by_id;
+
+    proptest! {
+        /// The permutation sort is the stable sort: same order, duplicates in written order.
+        #[test]
+        fn sorting_by_id_is_the_stable_sort(ids in proptest::collection::vec("[a-d]{0,2}", 0..40)) {
+            let items: Vec<(String, usize)> = ids.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
+            let mut expected = items.clone();
+            expected.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut sorted = items;
+            sort_by_id(&mut sorted, |item| &item.0);
+            prop_assert_eq!(sorted, expected);
+        }
     }
 }

@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tracing::field::Empty;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{Agent, QueryPairs};
+use super::extract::{Agent, IfNoneMatch, QueryPairs};
 use super::limit::RouteClass;
 use crate::auth::VerifiedToken;
 use crate::cache::{CacheKey, RenderedManifest};
@@ -83,7 +83,7 @@ pub async fn list_tools(
     State(state): State<AppState>,
     agent: Agent,
     QueryPairs(pairs): QueryPairs,
-    headers: HeaderMap,
+    IfNoneMatch(if_none_match): IfNoneMatch,
 ) -> Result<Response, ApiError> {
     state.limit(RouteClass::AgentReads, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
@@ -92,13 +92,17 @@ pub async fn list_tools(
     if query.explain {
         let explained = snapshot.explain(agent.claims(), &query.options);
         let body = with_explanation(&explained.manifest, &explained.explanation)?;
-        return Ok(manifest_response(body, explained.manifest.etag(), &headers));
+        return Ok(manifest_response(
+            body,
+            explained.manifest.etag(),
+            &if_none_match,
+        ));
     }
     let rendered = rendered_manifest(&state, &snapshot, &agent.token, query.options).await;
     Ok(manifest_response(
         rendered.body.clone(),
         &rendered.etag,
-        &headers,
+        &if_none_match,
     ))
 }
 
@@ -236,10 +240,10 @@ pub fn with_explanation(
 }
 
 /// 200 with the body, or 304 when `If-None-Match` already names this etag.
-fn manifest_response(body: bytes::Bytes, etag: &str, headers: &HeaderMap) -> Response {
+fn manifest_response(body: bytes::Bytes, etag: &str, if_none_match: &[HeaderValue]) -> Response {
     let etag_value = HeaderValue::from_str(etag).unwrap_or(HeaderValue::from_static("\"\""));
     let cache_control = HeaderValue::from_static("private, no-cache");
-    if if_none_match_hits(headers, etag) {
+    if if_none_match_hits(if_none_match, etag) {
         return (
             StatusCode::NOT_MODIFIED,
             [
@@ -265,9 +269,8 @@ fn manifest_response(body: bytes::Bytes, etag: &str, headers: &HeaderMap) -> Res
 }
 
 /// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly.
-fn if_none_match_hits(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
+fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
+    values
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
@@ -321,14 +324,20 @@ mod tests {
 
     #[test]
     fn if_none_match_forms() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::IF_NONE_MATCH,
+        let listed = [
             HeaderValue::from_static("\"a\", W/\"b\""),
+            HeaderValue::from_static("\"d\""),
+        ];
+        assert!(if_none_match_hits(&listed, "\"b\""));
+        assert!(
+            if_none_match_hits(&listed, "\"d\""),
+            "a second header counts"
         );
-        assert!(if_none_match_hits(&headers, "\"b\""));
-        assert!(!if_none_match_hits(&headers, "\"c\""));
-        headers.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
-        assert!(if_none_match_hits(&headers, "\"c\""));
+        assert!(!if_none_match_hits(&listed, "\"c\""));
+        assert!(if_none_match_hits(
+            &[HeaderValue::from_static("*")],
+            "\"c\""
+        ));
+        assert!(!if_none_match_hits(&[], "\"c\""));
     }
 }

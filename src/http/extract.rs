@@ -2,11 +2,13 @@
 //! [`Agent`] (a verified bearer token), [`Admin`] (one that passes the admin rule),
 //! [`JsonBody`] (a JSON body with field-path errors) and [`QueryPairs`].
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
-use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderValue;
+use axum::http::header::{AUTHORIZATION, IF_NONE_MATCH};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
@@ -191,5 +193,24 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
             .map_err(|rejection| {
                 ApiError::Malformed(format!("malformed query string: {rejection}"))
             })
+    }
+}
+
+/// The `If-None-Match` header values, if any: what a conditional read needs, taken without
+/// copying the rest of the headers (as the `HeaderMap` extractor would, on every request).
+pub struct IfNoneMatch(pub Vec<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IfNoneMatch {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
+        Ok(IfNoneMatch(
+            parts
+                .headers
+                .get_all(IF_NONE_MATCH)
+                .iter()
+                .cloned()
+                .collect(),
+        ))
     }
 }
