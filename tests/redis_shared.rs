@@ -49,8 +49,8 @@ async fn the_bus_carries_revisions_between_instances_and_reconnects_after_redis_
     let mut redis = RedisServer::start();
     let link_a = Arc::new(RedisLink::open(&redis.url).expect("url"));
     let link_b = Arc::new(RedisLink::open(&redis.url).expect("url"));
-    let a = RedisBus::start(Arc::clone(&link_a), 0);
-    let b = RedisBus::start(Arc::clone(&link_b), 0);
+    let a = RedisBus::start(Arc::clone(&link_a));
+    let b = RedisBus::start(Arc::clone(&link_b));
     // The listeners connect before anyone subscribes (as in the server, where loading the
     // catalog comes first), and stay subscribed.
     eventually("both listeners subscribed", WAIT, || {
@@ -146,7 +146,7 @@ async fn a_write_through_one_instance_reaches_the_other_through_redis() {
     let open = |store: Arc<dyn CatalogStore>| {
         let link = Arc::new(RedisLink::open(&redis.url).expect("url"));
         async move {
-            let bus = RedisBus::start(link, 0) as Arc<dyn ChangeBus>;
+            let bus = RedisBus::start(link) as Arc<dyn ChangeBus>;
             Arc::new(
                 CatalogService::open_with_bus(store, Some(bus))
                     .await

@@ -1,10 +1,11 @@
 //! The change bus across instances: Redis pub/sub on [`CHANNEL`].
 //!
 //! Each committed write is published as JSON `{revision, kinds, ids}`. A listener task, which
-//! lives exactly as long as the bus, holds a pub/sub connection of its own (a subscribed connection can do nothing else), reconnects with
-//! backoff when it drops, and counts every (re)connection in [`Heard::connections`]: pub/sub
-//! keeps nothing for absent subscribers, so after a gap the follower compares revisions with
-//! the store instead of trusting that it heard everything.
+//! lives exactly as long as the bus, holds a pub/sub connection of its own (a subscribed
+//! connection can do nothing else), reconnects with backoff when it drops, and counts every
+//! (re)connection in [`Heard::connections`]: pub/sub keeps nothing for absent subscribers, so
+//! after a gap the follower compares revisions with the store instead of trusting that it
+//! heard everything.
 //!
 //! Publishing never waits for Redis: the announcement is handed to a task. A lost announcement
 //! delays other instances until their next comparison (reconnect or poll), never corrupts
@@ -46,9 +47,12 @@ impl Drop for RedisBus {
 
 impl RedisBus {
     /// A bus that starts listening at once; the listener ends when the bus is dropped.
-    pub fn start(link: Arc<RedisLink>, revision: u64) -> Arc<RedisBus> {
+    ///
+    /// It has heard of no revision yet (0): followers compare with the store on every
+    /// connection anyway, which is how they learn where the catalog stands.
+    pub fn start(link: Arc<RedisLink>) -> Arc<RedisBus> {
         let heard = watch::Sender::new(Heard {
-            revision,
+            revision: 0,
             connections: 0,
         });
         let stop = Arc::new(Notify::new());

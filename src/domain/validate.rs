@@ -45,6 +45,24 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// What is wrong with a name or an id, if anything: empty (blank), too long, or with control
+/// characters.
+fn name_problem(value: &str) -> Option<String> {
+    if value.trim().is_empty() {
+        return Some("must not be empty".to_owned());
+    }
+    let count = value.chars().count();
+    if count > MAX_NAME_CHARS {
+        return Some(format!(
+            "must be at most {MAX_NAME_CHARS} characters, found {count}"
+        ));
+    }
+    value
+        .chars()
+        .find(|c| c.is_control())
+        .map(|c| format!("must not contain control characters, found {c:?}"))
+}
+
 /// Returns every problem in the catalog, in document order; empty means valid.
 ///
 /// Expects a normalised catalog ([`Catalog::normalize`]), so tool ids are filled in.
@@ -139,6 +157,9 @@ struct Known<'c> {
 #[derive(Default)]
 struct Validator {
     errors: Vec<FieldError>,
+    /// Each distinct selector pattern's problem, if any: groups share patterns, and building
+    /// one is the costly part of checking it.
+    patterns: HashMap<String, Option<String>>,
 }
 
 impl Validator {
@@ -166,15 +187,16 @@ impl Validator {
     ) -> HashSet<&'c str> {
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, id) in ids.enumerate() {
-            let at = format!("{collection}[{i}]");
-            if id.is_empty() {
-                self.invalid(format!("{at}.id"), "must not be empty".to_owned());
-                continue;
+            let field = || format!("{collection}[{i}].id");
+            if let Some(message) = name_problem(id) {
+                self.invalid(field(), message);
+                if id.is_empty() {
+                    continue;
+                }
             }
-            self.name(&at, "id", id);
             if let Some(first) = seen.insert(id, i) {
                 self.conflict(
-                    format!("{at}.id"),
+                    field(),
                     format!("id '{id}' is already used by {collection}[{first}]"),
                 );
             }
@@ -182,23 +204,11 @@ impl Validator {
         seen.into_keys().collect()
     }
 
+    /// Field paths are formatted only for an error: a valid catalog of 10,000 tools would
+    /// otherwise format tens of thousands of them.
     fn name(&mut self, at: &str, field: &str, value: &str) {
-        let field = format!("{at}.{field}");
-        if value.trim().is_empty() {
-            self.invalid(field, "must not be empty".to_owned());
-        } else if value.chars().count() > MAX_NAME_CHARS {
-            self.invalid(
-                field,
-                format!(
-                    "must be at most {MAX_NAME_CHARS} characters, found {}",
-                    value.chars().count()
-                ),
-            );
-        } else if let Some(c) = value.chars().find(|c| c.is_control()) {
-            self.invalid(
-                field,
-                format!("must not contain control characters, found {:?}", c),
-            );
+        if let Some(message) = name_problem(value) {
+            self.invalid(format!("{at}.{field}"), message);
         }
     }
 
@@ -212,9 +222,15 @@ impl Validator {
         }
     }
 
-    fn reference(&mut self, field: String, kind: &str, id: &str, known: &HashSet<&str>) {
+    fn reference(
+        &mut self,
+        field: impl FnOnce() -> String,
+        kind: &str,
+        id: &str,
+        known: &HashSet<&str>,
+    ) {
         if !known.contains(id) {
-            self.invalid(field, format!("unknown {kind} '{id}'"));
+            self.invalid(field(), format!("unknown {kind} '{id}'"));
         }
     }
 
@@ -223,14 +239,14 @@ impl Validator {
         self.name(at, "operation_id", &tool.operation_id);
         self.description(at, &tool.description);
         self.reference(
-            format!("{at}.source_id"),
+            || format!("{at}.source_id"),
             "source",
             &tool.source_id,
             &known.sources,
         );
         for (j, label) in tool.label_ids.iter().enumerate() {
             self.reference(
-                format!("{at}.label_ids[{j}]"),
+                || format!("{at}.label_ids[{j}]"),
                 "label",
                 label,
                 &known.labels,
@@ -365,7 +381,7 @@ impl Validator {
         }
         for (j, id) in group.explicit_tool_ids.iter().enumerate() {
             self.reference(
-                format!("{at}.explicit_tool_ids[{j}]"),
+                || format!("{at}.explicit_tool_ids[{j}]"),
                 "tool",
                 id,
                 &known.tools,
@@ -373,7 +389,7 @@ impl Validator {
         }
         for (j, id) in group.excluded_tool_ids.iter().enumerate() {
             self.reference(
-                format!("{at}.excluded_tool_ids[{j}]"),
+                || format!("{at}.excluded_tool_ids[{j}]"),
                 "tool",
                 id,
                 &known.tools,
@@ -389,15 +405,22 @@ impl Validator {
             ("method_pattern", selector.method_pattern.as_ref()),
         ];
         for (field, pattern) in patterns {
-            if let Some(pattern) = pattern
-                && let Err(message) = Pattern::selector(pattern)
-            {
+            let Some(pattern) = pattern else { continue };
+            let problem = match self.patterns.get(pattern.as_str()) {
+                Some(problem) => problem.clone(),
+                None => {
+                    let problem = Pattern::selector(pattern).err();
+                    self.patterns.insert(pattern.clone(), problem.clone());
+                    problem
+                }
+            };
+            if let Some(message) = problem {
                 self.invalid(format!("{at}.{field}"), message);
             }
         }
         for (j, label) in selector.required_label_ids.iter().enumerate() {
             self.reference(
-                format!("{at}.required_label_ids[{j}]"),
+                || format!("{at}.required_label_ids[{j}]"),
                 "label",
                 label,
                 &known.labels,
@@ -435,7 +458,7 @@ impl Validator {
             ("denied_group_ids", &policy.denied_group_ids),
         ] {
             for (j, id) in ids.iter().enumerate() {
-                self.reference(format!("{at}.{list}[{j}]"), "group", id, &known.groups);
+                self.reference(|| format!("{at}.{list}[{j}]"), "group", id, &known.groups);
             }
         }
     }

@@ -228,7 +228,7 @@ pub async fn start(
     };
     let bus = redis
         .as_ref()
-        .map(|link| RedisBus::start(Arc::clone(link), 0) as Arc<dyn ChangeBus>);
+        .map(|link| RedisBus::start(Arc::clone(link)) as Arc<dyn ChangeBus>);
     let catalog = Arc::new(
         CatalogService::open_with_bus(store, bus)
             .await
