@@ -431,10 +431,10 @@ fn generate_tool(source_id: &str, verb: &str, method: &str, noun: &str, rng: &mu
         path: Some(path),
         tags,
         label_ids,
-        input_schema,
+        input_schema: input_schema.into(),
         output_schema: rng
             .chance(30)
-            .then(|| json!({"type": "object", "properties": {"id": {"type": "string"}}})),
+            .then(|| json!({"type": "object", "properties": {"id": {"type": "string"}}}).into()),
         enabled: !rng.chance(5),
         deprecated: rng.chance(2),
         available_in_states,

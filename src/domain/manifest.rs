@@ -79,7 +79,7 @@ impl ToolEntry {
             name: &tool.name,
             description: &tool.description,
             input_schema: &tool.input_schema,
-            output_schema: tool.output_schema.as_ref(),
+            output_schema: tool.output_schema.as_deref(),
             source_id: &tool.source_id,
             source_path: tool.path.as_deref().unwrap_or(""),
             method: tool.method.as_deref().unwrap_or(""),

@@ -13,6 +13,8 @@
 //! the source without such a record were written by hand and are left alone, except that one
 //! whose id an import now produces is adopted (its name and description are kept).
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -110,8 +112,8 @@ pub fn apply(
             tool.method = Some(upstream.method.clone());
             tool.path = Some(upstream.path.clone());
             tool.tags = upstream.tags.clone();
-            tool.input_schema = upstream.input_schema.clone();
-            tool.output_schema = upstream.output_schema.clone();
+            tool.input_schema = Arc::new(upstream.input_schema.clone());
+            tool.output_schema = upstream.output_schema.clone().map(Arc::new);
             tool.imported = Some(record);
         }
         tool.deprecated = false;
@@ -165,8 +167,8 @@ fn new_tool(
         path: Some(upstream.path.clone()),
         tags: upstream.tags.clone(),
         label_ids: Vec::new(),
-        input_schema: upstream.input_schema.clone(),
-        output_schema: upstream.output_schema.clone(),
+        input_schema: Arc::new(upstream.input_schema.clone()),
+        output_schema: upstream.output_schema.clone().map(Arc::new),
         enabled: true,
         deprecated: false,
         available_in_states: None,

@@ -43,8 +43,9 @@ pub fn tool(id: &str) -> Tool {
         path: Some("/payments/{id}/refund".to_owned()),
         tags: vec!["payments".to_owned(), "write".to_owned()],
         label_ids: vec!["pii".to_owned()],
-        input_schema: json!({"type": "object", "properties": {"amount": {"type": "number"}}}),
-        output_schema: Some(json!({"type": "object"})),
+        input_schema: json!({"type": "object", "properties": {"amount": {"type": "number"}}})
+            .into(),
+        output_schema: Some(json!({"type": "object"}).into()),
         enabled: false,
         deprecated: true,
         available_in_states: Some(vec!["checkout".to_owned()]),

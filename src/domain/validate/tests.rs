@@ -213,14 +213,14 @@ fn each_class_of_error_is_reported_at_its_field() {
         ),
         (
             "input schema not an object",
-            |c| c.tools[0].input_schema = json!("string"),
+            |c| c.tools[0].input_schema = json!("string").into(),
             "tools[0].input_schema",
             "must be a JSON Schema object",
             ErrorKind::Invalid,
         ),
         (
             "output schema not an object",
-            |c| c.tools[0].output_schema = Some(json!([1])),
+            |c| c.tools[0].output_schema = Some(json!([1]).into()),
             "tools[0].output_schema",
             "must be a JSON Schema object",
             ErrorKind::Invalid,
