@@ -14,6 +14,8 @@
 # Needs wrk (Debian package `wrk`; installed if missing) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/gateway.sh
+. scripts/bench/gateway.sh
 
 SECONDS_PER_ROUND=${1:-10}
 CONNECTIONS=${2:-64}
@@ -72,10 +74,7 @@ export TOOLGATE_LOG_LEVEL=warn
 # budget this load never spends.
 export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
 export TOOLGATE_RATE_LIMIT_AGENT_READS_BURST=1000000000
-"$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/data" --seed "$WORK/catalog.json" > "$WORK/out" &
-PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.05; done
-BASE=$(sed -n 's/^toolgate listening on //p' "$WORK/out")
+start_gateway "$BIN" "$WORK"
 TOKEN=$("$BIN" token --sub bench-agent --role agent --ttl-secs 3600)
 AUTH="Authorization: Bearer $TOKEN"
 

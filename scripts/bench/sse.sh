@@ -10,6 +10,8 @@
 # the machine, so the client's own CPU time is part of the measured latency.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/bench/gateway.sh
+. scripts/bench/gateway.sh
 
 SUBSCRIBERS=${1:-10000}
 CLAIM_SETS=${2:-100}
@@ -49,9 +51,6 @@ export TOOLGATE_LOG_LEVEL=warn
 export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
 # Every subject opens all its streams at once: let the stream-open rate limit allow that burst.
 export TOOLGATE_RATE_LIMIT_STREAMS_BURST=$TOOLGATE_MAX_STREAMS_PER_SUBJECT
-"$BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/data" --seed "$WORK/catalog.json" > "$WORK/out" &
-PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.05; done
-BASE=$(sed -n 's/^toolgate listening on //p' "$WORK/out")
+start_gateway "$BIN" "$WORK"
 
 "$LOAD" "$BASE" "$TOOLGATE_JWT_SECRET" "$PID" "$SUBSCRIBERS" "$CLAIM_SETS" "svc:op_00"
