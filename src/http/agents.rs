@@ -20,6 +20,7 @@ use super::limit::RouteClass;
 use crate::auth::VerifiedToken;
 use crate::cache::{CacheKey, RenderedManifest};
 use crate::domain::claims::Claims;
+use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
 
@@ -189,14 +190,18 @@ async fn resolve(
 }
 
 /// [`rendered_manifest`] without the shared cache and uncounted, for callers that cannot wait
-/// (a stream resynchronising from inside its event loop).
-/// `key` must hold the fingerprint of `claims`.
+/// (a stream resynchronising from inside its event loop, which holds the claims it shares with
+/// its group rather than a token).
 pub fn render_local(
     state: &AppState,
     snapshot: &Snapshot,
     claims: &Claims,
-    key: CacheKey,
+    options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
+    let key = CacheKey {
+        fingerprint: Fingerprint::of(claims),
+        options,
+    };
     local(state, snapshot, claims, key).0
 }
 

@@ -16,7 +16,6 @@ use super::agents::{AgentQuery, render_local, rendered_manifest};
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use super::limit::RouteClass;
-use crate::cache::CacheKey;
 use crate::stream::{Connection, Opening, SubscribeError};
 
 /// How long a client refused for too many streams should wait before retrying, seconds.
@@ -67,16 +66,13 @@ async fn stream_tools(
         .is_some_and(|id| id.trim() == rendered.etag);
     let claims = Arc::clone(&subscription.claims);
     let render_state = state.clone();
-    let key = CacheKey {
-        fingerprint: agent.token.fingerprint,
-        options: query.options,
-    };
+    let options = query.options;
     let render = Box::new(move || {
         render_local(
             &render_state,
             &render_state.catalog.snapshot(),
             &claims,
-            key.clone(),
+            options.clone(),
         )
     });
     let connection = Connection::new(

@@ -258,6 +258,29 @@ fn all_errors_are_reported_not_just_the_first() {
 }
 
 #[test]
+fn a_pattern_used_by_several_selectors_is_reported_at_each() {
+    // Patterns are checked once per distinct text; every use still gets its error.
+    let mut catalog = valid();
+    let mut second = catalog.groups[0].clone();
+    second.id = "g2".into();
+    second.name = "again".into();
+    catalog.groups.push(second);
+    for group in &mut catalog.groups {
+        group.selectors[0].name_pattern = "[unclosed".into();
+    }
+    let errors = validate(&catalog);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "groups[0].selectors[0].name_pattern",
+            "groups[1].selectors[0].name_pattern"
+        ]
+    );
+    assert_eq!(errors[0].message, errors[1].message);
+}
+
+#[test]
 fn unknown_fields_are_rejected_when_parsing() {
     let error = serde_json::from_value::<Catalog>(json!({
         "policies": [{"id": "p", "name": "p", "claim_matcher": [], "allowed_group_ids": ["g"]}]
