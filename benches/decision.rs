@@ -7,7 +7,8 @@
 //! - `manifest_json/large_20_policies`: the same plus `Manifest::to_json`;
 //! - `manifest_first_after_compile/large_20_policies`: the first manifest of a fresh snapshot,
 //!   which also serialises its tools' entries (done lazily, on first use);
-//! - `fingerprint/typical_claims`: `Fingerprint::of` on a realistic token payload;
+//! - `fingerprint/typical_claims`: the claims key of a realistic token payload (its projection
+//!   onto what the typical catalog's policies and the default admin rule read);
 //! - `explain/typical`: admin preview (`Snapshot::explain` with `include_disabled`).
 //!
 //! Run with `cargo bench --bench decision`; add `-- --warm-up-time 1 --measurement-time 3`
@@ -160,10 +161,16 @@ fn benches(c: &mut Criterion) {
     });
     json.finish();
 
+    let admin = toolgate::auth::AdminRule::default();
     let mut fingerprint = c.benchmark_group("fingerprint");
     fingerprint.measurement_time(Duration::from_secs(3));
     fingerprint.bench_function("typical_claims", |b| {
-        b.iter(|| Fingerprint::of(black_box(&typical.claims)))
+        b.iter(|| {
+            Fingerprint::of_projection(
+                black_box(&typical.claims),
+                &[typical.snapshot.read_paths(), admin.paths()],
+            )
+        })
     });
     fingerprint.finish();
 

@@ -198,14 +198,24 @@ async fn minted_dev_tokens_verify() {
 }
 
 #[tokio::test]
-async fn a_token_without_exp_is_accepted() {
-    let verifier = hs_verifier().await;
+async fn a_token_without_exp_is_refused_unless_expiry_is_made_optional() {
     let token = hs_token(
         Algorithm::HS256,
         SECRET.as_bytes(),
         &json!({"sub": "forever"}),
     );
-    let verified = verifier.verify(&token).await.expect("no exp is fine");
+    assert_eq!(
+        hs_verifier().await.verify(&token).await,
+        Err(AuthError::MissingExpiry),
+        "a token that never expires is refused by default"
+    );
+    let lenient = verifier_with(AuthSettings {
+        hmac_secret: Some(SECRET.into()),
+        require_exp: false,
+        ..settings()
+    })
+    .await;
+    let verified = lenient.verify(&token).await.expect("exp made optional");
     assert_eq!(verified.expires_at, None);
 }
 
@@ -316,7 +326,13 @@ async fn exp_beyond_the_leeway_is_expired_and_within_it_accepted() {
 #[tokio::test]
 async fn nbf_in_the_future_is_not_yet_valid() {
     let verifier = hs_verifier().await;
-    let sign = |nbf: i64| hs_token(Algorithm::HS256, SECRET.as_bytes(), &json!({"nbf": nbf}));
+    let sign = |nbf: i64| {
+        hs_token(
+            Algorithm::HS256,
+            SECRET.as_bytes(),
+            &json!({"nbf": nbf, "exp": now() + 3600}),
+        )
+    };
     assert_eq!(
         verifier.verify(&sign(now() + 600)).await,
         Err(AuthError::NotYetValid)
@@ -336,7 +352,10 @@ async fn issuer_and_audience_are_checked_when_configured() {
         ..settings()
     })
     .await;
-    let sign = |claims: Value| hs_token(Algorithm::HS256, SECRET.as_bytes(), &claims);
+    let sign = |mut claims: Value| {
+        claims["exp"] = json!(now() + 600);
+        hs_token(Algorithm::HS256, SECRET.as_bytes(), &claims)
+    };
     let iss = "https://idp.example";
     let cases = [
         ("both match", json!({"iss": iss, "aud": "toolgate"}), Ok(())),

@@ -4,12 +4,20 @@
 //! The model below is written from the spec text alone: loops over every tool, group and
 //! policy, its own tiny glob matcher, `serde_json`'s own JSON Pointer, no bitsets, no caches, no
 //! interning. Generators draw from small vocabularies so that matches, ties, dangling references
-//! and absent claims are all common.
+//! and absent claims are all common, and from the classes of input that once failed open:
+//! policies on "volatile" claims (`sid`, `jti`, `iat`), `""` and `**` patterns, `?` before a
+//! multi-byte character, numbers written `+2` or `02`. Requests come in families that differ
+//! only in volatile claims, and every answer is also taken through a cache keyed the way the
+//! gateway keys it (the claims key), so that a key that is too coarse shows up as one identity
+//! served another's manifest.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
+use toolgate::auth::AdminRule;
+use toolgate::cache::CacheKey;
 use toolgate::domain::manifest::ManifestOptions;
 use toolgate::domain::model::{
     AccessPolicy, Catalog, ClaimMatcher, Label, Selector, Source, Tool, ToolGroup,
@@ -20,12 +28,13 @@ use toolgate::domain::snapshot::Snapshot;
 // The reference model
 // ---------------------------------------------------------------------------------------------
 
-/// Naive glob: `*`, `?`, `[..]`, `[!..]`, `{a,b}`; whole string; optional ASCII case folding.
+/// Naive glob: `*`, `?` (one character), `[..]`, `[!..]`, `{a,b}`; whole string; optional
+/// ASCII case folding. `**` is simply two `*`.
 fn glob_match(pattern: &str, text: &str, fold: bool) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = if fold {
         (
-            pattern.to_lowercase().chars().collect(),
-            text.to_lowercase().chars().collect(),
+            pattern.to_ascii_lowercase().chars().collect(),
+            text.to_ascii_lowercase().chars().collect(),
         )
     } else {
         (pattern.chars().collect(), text.chars().collect())
@@ -99,10 +108,11 @@ fn resolve(claims: &Map<String, Value>, path: &str) -> Option<Value> {
     found.filter(|value| !value.is_null())
 }
 
+/// A number, or a string in JSON number syntax with nothing around it (SEMANTICS.md section 3).
 fn number_of(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.parse::<f64>().ok().filter(|f| f.is_finite()),
+        Value::String(s) if s.trim() == s => serde_json::from_str::<f64>(s).ok(),
         _ => None,
     }
 }
@@ -178,16 +188,20 @@ fn matcher_holds(claims: &Map<String, Value>, m: &ClaimMatcher) -> bool {
 }
 
 fn selector_matches(catalog: &Catalog, s: &Selector, tool: &Tool) -> bool {
-    let source_name = catalog
+    let source = catalog
         .sources
         .iter()
-        .find(|source| source.id == tool.source_id)
-        .map_or("", |source| source.name.as_str());
+        .find(|source| source.id == tool.source_id);
+    // A tool whose source does not exist has no source name: only `*` matches it.
+    let source_matches = match source {
+        Some(source) => selector_pattern_matches(&s.source_pattern, &source.name),
+        None => s.source_pattern == "*",
+    };
     let optional = |pattern: &Option<String>, value: &Option<String>| match pattern.as_deref() {
         None | Some("") => true,
         Some(p) => selector_pattern_matches(p, value.as_deref().unwrap_or("")),
     };
-    selector_pattern_matches(&s.source_pattern, source_name)
+    source_matches
         && selector_pattern_matches(&s.name_pattern, &tool.name)
         && optional(&s.path_pattern, &tool.path)
         && optional(&s.method_pattern, &tool.method)
@@ -337,7 +351,7 @@ fn reference(catalog: &Catalog, claims: &Map<String, Value>, options: &ManifestO
 // ---------------------------------------------------------------------------------------------
 
 const SOURCE_NAMES: [&str; 3] = ["alpha-api", "Beta", "gamma-api"];
-const TOOL_NAMES: [&str; 7] = [
+const TOOL_NAMES: [&str; 9] = [
     "get_user",
     "list_users",
     "create_user",
@@ -345,17 +359,20 @@ const TOOL_NAMES: [&str; 7] = [
     "get_invoice",
     "Get_report",
     "search",
+    "\u{e9}tape_item",
+    "\u{212a}elvin_x",
 ];
 const METHODS: [Option<&str>; 5] = [Some("GET"), Some("POST"), Some("get"), Some(""), None];
-const PATHS: [Option<&str>; 4] = [
+const PATHS: [Option<&str>; 5] = [
     Some("/users"),
     Some("/users/{id}/x"),
     Some("/invoices"),
+    Some("/x/users"),
     None,
 ];
 const TAGS: [&str; 3] = ["read", "write", "Read"];
 const LABELS: [&str; 2] = ["l1", "l2"];
-const PATTERNS: [&str; 12] = [
+const PATTERNS: [&str; 20] = [
     "*",
     "*-api",
     "alpha*",
@@ -368,6 +385,16 @@ const PATTERNS: [&str; 12] = [
     "regex:(get|list)_.*",
     "regex:beta",
     "/users*",
+    // Once failed open: `""` selected everything, `**` was a globstar, `?` one byte, and
+    // case folding was not only ASCII.
+    "",
+    "**",
+    "/**/users",
+    "/users/**/x",
+    "?tape_*",
+    "?elvin_*",
+    "k*",
+    "[!a]tape*",
 ];
 const STATES: [&str; 3] = ["research", "x", "*"];
 
@@ -408,16 +435,16 @@ fn tool_strategy(sources: usize) -> impl Strategy<Value = Tool> {
 
 fn selector_strategy() -> impl Strategy<Value = Selector> {
     (
-        prop::option::weighted(0.4, pick(&PATTERNS)),
-        prop::option::weighted(0.5, pick(&PATTERNS)),
-        prop::option::weighted(0.2, pick(&PATTERNS)),
+        prop::option::weighted(0.25, pick(&PATTERNS)),
+        prop::option::weighted(0.35, pick(&PATTERNS)),
+        prop::option::weighted(0.15, pick(&PATTERNS)),
         prop::option::weighted(
-            0.3,
+            0.2,
             prop_oneof![Just("GET"), Just("post"), Just(""), Just("{GET,POST}")],
         ),
-        prop::sample::subsequence(TAGS.to_vec(), 0..=1),
-        prop::sample::subsequence(TAGS.to_vec(), 0..=1),
-        prop::sample::subsequence(LABELS.to_vec(), 0..=1),
+        prop::option::weighted(0.25, pick(&TAGS)),
+        prop::option::weighted(0.25, pick(&TAGS)),
+        prop::option::weighted(0.2, pick(&LABELS)),
     )
         .prop_map(
             |(source, name, path, method, required, excluded, labels)| Selector {
@@ -446,8 +473,8 @@ fn tool_ref(tools: usize) -> impl Strategy<Value = String> {
 fn group_strategy(tools: usize) -> impl Strategy<Value = ToolGroup> {
     (
         prop::collection::vec(selector_strategy(), 0..=2),
-        prop::collection::vec(tool_ref(tools), 0..=2),
-        prop::collection::vec(tool_ref(tools), 0..=2),
+        prop::collection::vec(tool_ref(tools), 0..=3),
+        prop::collection::vec(tool_ref(tools), 0..=1),
         prop::bool::weighted(0.85),
     )
         .prop_map(|(selectors, explicit, excluded, active)| ToolGroup {
@@ -467,6 +494,9 @@ fn group_strategy(tools: usize) -> impl Strategy<Value = ToolGroup> {
 
 fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
     let paths = pick(&[
+        "sub",
+        "sub",
+        "sub",
         "roles",
         "depth",
         "tenant",
@@ -476,8 +506,15 @@ fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
         "roles.0",
         "missing",
         "nothing",
+        "sid",
+        "jti",
+        "iat",
     ]);
     let scalar = prop_oneof![
+        Just(json!("stolen")),
+        Just(json!("+2")),
+        Just(json!("02")),
+        Just(json!(".5")),
         Just(json!("admin")),
         Just(json!("acme")),
         Just(json!("1")),
@@ -509,20 +546,27 @@ fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
         Just(json!(2))
     ];
     let op_value = prop_oneof![
-        (
+        3 => (pick(&["exists", "exists", "not_exists"]), Just(Value::Null)),
+        2 => (
             pick(&["equals", "not_equals", "contains", "not_contains"]),
             scalar
         ),
-        (pick(&["in", "not_in"]), list),
-        (Just("matches"), regex),
-        (pick(&["gt", "gte", "lt", "lte"]), number),
-        (pick(&["exists", "not_exists"]), Just(Value::Null)),
+        1 => (pick(&["in", "not_in"]), list),
+        1 => (Just("matches"), regex),
+        1 => (pick(&["gt", "gte", "lt", "lte"]), number),
     ];
-    (paths, op_value).prop_map(|(path, (operator, value))| ClaimMatcher {
+    let any = (paths, op_value).prop_map(|(path, (operator, value))| ClaimMatcher {
         json_path: path.to_owned(),
         operator: operator.to_owned(),
         value,
-    })
+    });
+    // Every agent has a `sub`: a policy on it matches, so that manifests are often non-empty.
+    let everyone = Just(ClaimMatcher {
+        json_path: "sub".to_owned(),
+        operator: "exists".to_owned(),
+        value: Value::Null,
+    });
+    prop_oneof![3 => any, 1 => everyone]
 }
 
 fn policy_strategy(groups: usize) -> impl Strategy<Value = AccessPolicy> {
@@ -535,7 +579,7 @@ fn policy_strategy(groups: usize) -> impl Strategy<Value = AccessPolicy> {
     });
     (
         prop::collection::vec(matcher_strategy(), 1..=2),
-        prop::collection::vec(group_ref.clone(), 0..=2),
+        prop::collection::vec(group_ref.clone(), 1..=2),
         prop::collection::vec(group_ref, 0..=1),
         -1i64..=2,
         prop::bool::weighted(0.9),
@@ -559,13 +603,13 @@ fn policy_strategy(groups: usize) -> impl Strategy<Value = AccessPolicy> {
 }
 
 fn catalog_strategy() -> impl Strategy<Value = Catalog> {
-    (1usize..=3, 0usize..=9, 0usize..=4)
+    (1usize..=3, 1usize..=9, 1usize..=4)
         .prop_flat_map(|(sources, tools, groups)| {
             (
                 prop::collection::vec(prop::bool::weighted(0.85), sources),
                 prop::collection::vec(tool_strategy(sources + 1), tools),
                 prop::collection::vec(group_strategy(tools), groups),
-                prop::collection::vec(policy_strategy(groups), 0..=4),
+                prop::collection::vec(policy_strategy(groups), 1..=4),
             )
         })
         .prop_map(|(source_enabled, mut tools, mut groups, mut policies)| {
@@ -635,7 +679,10 @@ fn claims_strategy() -> impl Strategy<Value = Map<String, Value>> {
             Just(json!(1)),
             Just(json!(2)),
             Just(json!("1")),
-            Just(json!(1.5))
+            Just(json!(1.5)),
+            Just(json!("+2")),
+            Just(json!("02")),
+            Just(json!("2."))
         ]),
         prop::option::of(prop_oneof![
             Just(json!("acme")),
@@ -672,14 +719,38 @@ fn claims_strategy() -> impl Strategy<Value = Map<String, Value>> {
         })
 }
 
+/// Claims that differ from each other only in "volatile" claims, which a key that drops them
+/// would conflate.
+fn claims_family_strategy() -> impl Strategy<Value = Vec<Map<String, Value>>> {
+    let volatile = (
+        prop::option::of(prop_oneof![Just(json!("new")), Just(json!("stolen"))]),
+        prop::option::of(prop_oneof![Just(json!("j1")), Just(json!("stolen"))]),
+        prop::option::of(prop_oneof![Just(json!(1)), Just(json!(2))]),
+    );
+    (claims_strategy(), prop::collection::vec(volatile, 1..=3)).prop_map(|(base, variants)| {
+        variants
+            .into_iter()
+            .map(|(sid, jti, iat)| {
+                let mut claims = base.clone();
+                for (key, value) in [("sid", sid), ("jti", jti), ("iat", iat)] {
+                    if let Some(value) = value {
+                        claims.insert(key.into(), value);
+                    }
+                }
+                claims
+            })
+            .collect()
+    })
+}
+
 fn options_strategy() -> impl Strategy<Value = ManifestOptions> {
     let groups = prop::option::weighted(
-        0.3,
+        0.2,
         prop::sample::subsequence(vec!["g0", "g1", "reads", "all", "*", "nope"], 0..=2),
     );
-    let state = prop::option::weighted(0.3, pick(&["research", "x", "other"]));
+    let state = prop::option::weighted(0.2, pick(&["research", "x", "other"]));
     let tools = prop::option::weighted(
-        0.3,
+        0.2,
         prop::sample::subsequence(
             vec![
                 "get_user",
@@ -703,34 +774,118 @@ fn options_strategy() -> impl Strategy<Value = ManifestOptions> {
     )
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 10_000, failure_persistence: None, ..ProptestConfig::default() })]
+/// What one case of the differential test saw.
+#[derive(Default)]
+struct Tally {
+    requests: usize,
+    non_empty: usize,
+    cache_hits: usize,
+}
 
-    #[test]
-    fn compiled_engine_agrees_with_the_reference_model(
-        catalog in catalog_strategy(),
-        requests in prop::collection::vec((claims_strategy(), options_strategy()), 1..=3),
-    ) {
-        let snapshot = Snapshot::compile(catalog.clone(), 1).expect("generated catalogs compile");
-        for (claims, options) in &requests {
+/// One case: every request against the reference, directly and through a cache keyed by the
+/// claims key; `Err` describes the first disagreement.
+fn check_case(
+    catalog: &Catalog,
+    families: &[(Vec<Map<String, Value>>, ManifestOptions)],
+    tally: &mut Tally,
+) -> Result<(), TestCaseError> {
+    let snapshot = Snapshot::compile(catalog.clone(), 1).expect("generated catalogs compile");
+    let admin = AdminRule::default();
+    let mut cache: HashMap<CacheKey, (Vec<u8>, Map<String, Value>)> = HashMap::new();
+    for (family, options) in families {
+        for claims in family {
             let manifest = snapshot.manifest(claims, options);
             let engine = Outcome {
                 entries: manifest
                     .tool_ids()
                     .map(|id| {
-                        let groups = manifest.groups_of(id).expect("listed").into_iter().map(str::to_owned).collect();
+                        let groups = manifest
+                            .groups_of(id)
+                            .expect("listed")
+                            .into_iter()
+                            .map(str::to_owned)
+                            .collect();
                         (id.to_owned(), groups)
                     })
                     .collect(),
                 warnings: manifest.warnings().to_vec(),
             };
-            prop_assert_eq!(engine, reference(&catalog, claims, options), "claims {:?} options {:?}", claims, options);
+            tally.requests += 1;
+            tally.non_empty += usize::from(!engine.entries.is_empty());
+            prop_assert_eq!(
+                &engine,
+                &reference(catalog, claims, options),
+                "claims {:?} options {:?}",
+                claims,
+                options
+            );
             // The decision shared between instances rebuilds the very same manifest.
             let (_, access) = snapshot.manifest_with_access(claims, options);
-            let rebuilt = snapshot.manifest_for_access(&access, options).expect("same revision");
-            prop_assert_eq!(rebuilt.to_json(), manifest.to_json());
+            let rebuilt = snapshot
+                .manifest_for_access(&access, options)
+                .expect("same revision");
+            let body = manifest.to_json();
+            prop_assert_eq!(&rebuilt.to_json(), &body);
+            // A cache keyed by the claims key never hands one identity another's answer.
+            let key = CacheKey::new(&snapshot, admin.paths(), claims, options.clone());
+            match cache.get(&key) {
+                Some((cached, first)) => {
+                    tally.cache_hits += 1;
+                    prop_assert_eq!(
+                        cached,
+                        &body,
+                        "claims {:?} got the cached manifest of {:?}",
+                        claims,
+                        first
+                    );
+                }
+                None => {
+                    cache.insert(key, (body, claims.clone()));
+                }
+            }
         }
     }
+    Ok(())
+}
+
+#[test]
+fn compiled_engine_agrees_with_the_reference_model() {
+    let cases = 10_000;
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        catalog_strategy(),
+        prop::collection::vec((claims_family_strategy(), options_strategy()), 1..=3),
+    );
+    let tally = std::cell::RefCell::new(Tally::default());
+    let result = runner.run(&strategy, |(catalog, families)| {
+        check_case(&catalog, &families, &mut tally.borrow_mut())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+    // Agreement means something only if the cases are not mostly empty manifests, and the
+    // cache check only if identities really share keys.
+    let tally = tally.into_inner();
+    println!(
+        "{} requests, {} non-empty manifests, {} cache hits",
+        tally.requests, tally.non_empty, tally.cache_hits
+    );
+    assert!(
+        tally.non_empty * 10 >= tally.requests,
+        "only {} of {} manifests are non-empty",
+        tally.non_empty,
+        tally.requests
+    );
+    assert!(
+        tally.cache_hits * 10 >= tally.requests,
+        "only {} cache hits in {} requests",
+        tally.cache_hits,
+        tally.requests
+    );
 }
 
 #[test]
@@ -741,4 +896,8 @@ fn reference_glob_matcher_sanity() {
     assert!(glob_match("?et_*", "Get_report", false));
     assert!(glob_match("GET_*", "get_x", true));
     assert!(!glob_match("GET_*", "get_x", false));
+    assert!(!glob_match("/**/users", "/users", false));
+    assert!(glob_match("?tape_*", "\u{e9}tape_item", false));
+    assert!(!glob_match("k*", "\u{212a}elvin_x", true));
+    assert!(!glob_match("", "search", false));
 }

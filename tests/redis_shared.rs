@@ -14,6 +14,9 @@ use support::gateway::Gateway;
 use support::redis::RedisServer;
 use tokio::sync::watch;
 use toolgate::bus::{CHANNEL, CatalogChange, ChangeBus, Heard, LocalBus, RedisBus, follow};
+use toolgate::cache::redis::SharedKey;
+use toolgate::domain::access::Access;
+use toolgate::domain::claims::ClaimPath;
 use toolgate::domain::fingerprint::Fingerprint;
 use toolgate::domain::model::{Catalog, Label};
 use toolgate::redis_link::RedisLink;
@@ -240,8 +243,29 @@ fn reader_claims(sub: &str) -> Value {
     json!({"sub": sub, "roles": ["reader"]})
 }
 
+/// The claims key a gateway serving [`catalog`] with the default admin rule computes: the
+/// claims projected onto what the policies read (`roles`), then onto the admin rule's paths.
 fn fingerprint(claims: &Value) -> String {
-    Fingerprint::of(claims.as_object().expect("object")).to_string()
+    let paths = |texts: &[&str]| {
+        let mut paths: Vec<ClaimPath> = texts
+            .iter()
+            .map(|text| ClaimPath::parse(text).expect("valid path"))
+            .collect();
+        paths.sort();
+        paths
+    };
+    let read = paths(&["roles"]);
+    let admin = paths(&["roles", "realm_access.roles"]);
+    Fingerprint::of_projection(claims.as_object().expect("object"), &[&read, &admin]).to_string()
+}
+
+/// What an instance with the test gateways' secret stores for `access` under `key`.
+fn sealed(key: &str, access: Value) -> String {
+    let access: Access = serde_json::from_value(access).expect("an access decision");
+    let bytes = SharedKey::derive(support::gateway::SECRET)
+        .seal(key, access)
+        .expect("serialises");
+    String::from_utf8(bytes).expect("JSON")
 }
 
 /// A second GET tool: readers see it (a new revision).
@@ -273,8 +297,14 @@ async fn access_and_group_entries_carry_their_revision_and_ttl() {
         entry.is_some()
     })
     .await;
+    let mut entry = entry.expect("written");
+    let mac = entry
+        .as_object_mut()
+        .and_then(|entry| entry.remove("mac"))
+        .expect("the entry carries its MAC");
+    assert_eq!(mac.as_str().map(str::len), Some(64), "{mac}");
     assert_eq!(
-        entry.expect("written"),
+        entry,
         json!({"revision": 1, "policy_ids": ["p-read"], "group_ids": ["g-read"]})
     );
     let ttl: u64 = redis
@@ -319,7 +349,7 @@ async fn a_shared_decision_is_used_only_at_its_own_revision() {
     let key = format!("toolgate:access:{}", fingerprint(&claims));
     let stale = json!({"revision": 0, "policy_ids": ["p-all"], "group_ids": ["g-all"]});
     redis
-        .command(&["SET", &key, &stale.to_string()])
+        .command(&["SET", &key, &sealed(&key, stale)])
         .expect("set");
     assert_eq!(
         tool_ids(&gateway, claims.clone()).await,
@@ -327,16 +357,84 @@ async fn a_shared_decision_is_used_only_at_its_own_revision() {
         "an entry of another revision is invisible: the claims are evaluated"
     );
     let current = json!({"revision": 1, "policy_ids": ["p-all"], "group_ids": ["g-all"]});
-    let claims = reader_claims("carol");
+    // Other roles than bob's: bob's key now holds the decision evaluated for him.
+    let claims = json!({"sub": "carol", "roles": ["reader", "intern"]});
     let key = format!("toolgate:access:{}", fingerprint(&claims));
     redis
-        .command(&["SET", &key, &current.to_string()])
+        .command(&["SET", &key, &sealed(&key, current)])
         .expect("set");
     assert_eq!(
         tool_ids(&gateway, claims).await,
         ["billing:list", "billing:refund"],
         "the decision shared at this revision is used without evaluating the claims"
     );
+}
+
+#[tokio::test]
+async fn forged_tampered_or_moved_entries_grant_nothing() {
+    let redis = RedisServer::start();
+    let (gateway, _dir) = gateway_on(&redis).await;
+    let grant_all = json!({"revision": 1, "policy_ids": ["p-all"], "group_ids": ["g-all"]});
+    let readers = ["billing:list"];
+
+    // The attack of issue 12: an entry written by anyone who can write to Redis.
+    let claims = json!({"sub": "mallory", "roles": ["reader", "a"]});
+    let key = format!("toolgate:access:{}", fingerprint(&claims));
+    redis
+        .command(&["SET", &key, &grant_all.to_string()])
+        .expect("set");
+    assert_eq!(tool_ids(&gateway, claims).await, readers, "no MAC");
+
+    // A genuine entry with one policy added after sealing.
+    let claims = json!({"sub": "mallory", "roles": ["reader", "b"]});
+    let key = format!("toolgate:access:{}", fingerprint(&claims));
+    let mut entry: Value = serde_json::from_str(&sealed(
+        &key,
+        json!({"revision": 1, "policy_ids": ["p-read"], "group_ids": ["g-read"]}),
+    ))
+    .expect("json");
+    entry["policy_ids"] = json!(["p-all", "p-read"]);
+    redis
+        .command(&["SET", &key, &entry.to_string()])
+        .expect("set");
+    assert_eq!(tool_ids(&gateway, claims).await, readers, "tampered");
+
+    // A genuine, granting entry of another identity copied under this one's key.
+    let staff = json!({"sub": "sam", "roles": ["staff"]});
+    let staff_key = format!("toolgate:access:{}", fingerprint(&staff));
+    let claims = json!({"sub": "mallory", "roles": ["reader", "c"]});
+    let key = format!("toolgate:access:{}", fingerprint(&claims));
+    redis
+        .command(&["SET", &key, &sealed(&staff_key, grant_all.clone())])
+        .expect("set");
+    assert_eq!(tool_ids(&gateway, claims).await, readers, "moved");
+
+    // Sealed with another secret (an instance configured differently).
+    let claims = json!({"sub": "mallory", "roles": ["reader", "d"]});
+    let key = format!("toolgate:access:{}", fingerprint(&claims));
+    let access: Access = serde_json::from_value(grant_all).expect("access");
+    let foreign = SharedKey::derive("another secret")
+        .seal(&key, access)
+        .expect("serialises");
+    redis
+        .command(&["SET", &key, &String::from_utf8(foreign).expect("json")])
+        .expect("set");
+    assert_eq!(tool_ids(&gateway, claims).await, readers, "foreign key");
+
+    let metrics = gateway
+        .client
+        .get(format!("{}/metrics", gateway.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let rejected = metrics
+        .lines()
+        .find(|line| line.starts_with("toolgate_redis_rejected_entries"))
+        .unwrap_or_else(|| panic!("no rejected-entries counter in\n{metrics}"));
+    assert!(rejected.ends_with(" 4"), "{rejected}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -435,9 +533,9 @@ async fn agents_are_served_without_a_failure_while_redis_dies_and_returns() {
     }
     let deadline = Instant::now() + WAIT;
     for i in 0.. {
-        // Each request is a local miss (new claims) that shares its decision once the gateway
-        // has seen Redis answer again.
-        let claims = reader_claims(&format!("erin-{i}"));
+        // Each request is a local miss (new roles, which the policies read) that shares its
+        // decision once the gateway has seen Redis answer again.
+        let claims = json!({"sub": "erin", "roles": ["reader", format!("erin-{i}")]});
         let key = format!("toolgate:access:{}", fingerprint(&claims));
         tool_ids(&gateway, claims).await;
         tokio::time::sleep(Duration::from_millis(50)).await;

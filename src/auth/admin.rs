@@ -1,8 +1,10 @@
 //! The admin rule: which verified tokens may use `/admin/...` and `include_disabled`.
 //!
 //! It is a list of claim matchers (the same shape and semantics as policy matchers), any one of
-//! which makes the token an admin. The default is `roles contains admin` or
-//! `realm_access.roles contains admin` (API.md, Authentication).
+//! which makes the token an admin. The default is `roles equals admin` or
+//! `realm_access.roles equals admin` (API.md, Authentication): an exact string or an exact
+//! array element. Never `contains`, which on a string claim is a substring test and made
+//! `"non-admin"`, `"badminton-club"` and `"superadministrator"` admins.
 
 use serde_json::json;
 
@@ -13,6 +15,9 @@ use crate::domain::model::ClaimMatcher;
 #[derive(Debug, Clone)]
 pub struct AdminRule {
     matchers: Vec<(ClaimPath, CompiledMatcher)>,
+    /// The distinct paths the matchers read, sorted: part of every claims key
+    /// ([`crate::domain::fingerprint`]).
+    paths: Vec<ClaimPath>,
 }
 
 impl AdminRule {
@@ -22,7 +27,7 @@ impl AdminRule {
             .into_iter()
             .map(|path| ClaimMatcher {
                 json_path: path.to_owned(),
-                operator: "contains".to_owned(),
+                operator: "equals".to_owned(),
                 value: json!("admin"),
             })
             .collect()
@@ -42,7 +47,15 @@ impl AdminRule {
                 Ok((path, compiled))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(AdminRule { matchers })
+        let mut paths: Vec<ClaimPath> = matchers.iter().map(|(path, _)| path.clone()).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        Ok(AdminRule { matchers, paths })
+    }
+
+    /// The distinct claim paths the rule reads, sorted.
+    pub fn paths(&self) -> &[ClaimPath] {
+        &self.paths
     }
 
     pub fn is_admin(&self, claims: &Claims) -> bool {
@@ -67,13 +80,35 @@ mod tests {
     }
 
     #[test]
-    fn default_rule_accepts_roles_or_realm_roles() {
+    fn default_rule_accepts_exactly_admin_in_roles_or_realm_roles() {
         let rule = AdminRule::default();
-        assert!(rule.is_admin(&claims(json!({"roles": ["admin"]}))));
-        assert!(rule.is_admin(&claims(json!({"realm_access": {"roles": ["x", "admin"]}}))));
-        assert!(!rule.is_admin(&claims(json!({"roles": ["administrator"]}))));
-        assert!(!rule.is_admin(&claims(json!({"role": "admin"}))));
-        assert!(!rule.is_admin(&claims(json!({}))));
+        for (claims_value, admin) in [
+            (json!({"roles": ["admin"]}), true),
+            (json!({"roles": "admin"}), true),
+            (json!({"realm_access": {"roles": ["x", "admin"]}}), true),
+            (json!({"realm_access": {"roles": "admin"}}), true),
+            (json!({"roles": ["administrator"]}), false),
+            // Substrings of a string claim: the holes of a `contains` default.
+            (json!({"roles": "non-admin"}), false),
+            (json!({"roles": "badminton-club"}), false),
+            (json!({"roles": "admins"}), false),
+            (
+                json!({"realm_access": {"roles": "superadministrator"}}),
+                false,
+            ),
+            (json!({"roles": ["Admin"]}), false),
+            (json!({"roles": [["admin"]]}), false),
+            (json!({"role": "admin"}), false),
+            (json!({"realm_access.roles": ["admin"]}), false),
+            (json!({}), false),
+        ] {
+            assert_eq!(
+                rule.is_admin(&claims(claims_value.clone())),
+                admin,
+                "{claims_value}"
+            );
+        }
+        assert_eq!(rule.paths().len(), 2);
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub(crate) struct ClaimRules {
     pub audience: Option<String>,
     /// Tolerated clock skew in seconds.
     pub leeway_secs: i64,
+    /// A token without `exp` is refused.
+    pub require_exp: bool,
 }
 
 /// When a token that passed [`ClaimRules::check`] is acceptable: from `nbf` minus the leeway
@@ -37,11 +39,14 @@ impl Validity {
 impl ClaimRules {
     /// Checks the claims at unix time `now` and returns when they are valid.
     ///
-    /// `exp` is optional, but when present the token must not be past it by more than the
-    /// leeway; likewise for `nbf`. `iss` and `aud` must be present and match only when
+    /// `exp` is required unless `require_exp` is off, and the token must not be past it by
+    /// more than the leeway; `nbf`, when present, likewise. `iss` and `aud` must be present and match only when
     /// configured. A registered claim with the wrong JSON type is [`AuthError::Malformed`].
     pub fn check(&self, claims: &Map<String, Value>, now: i64) -> Result<Validity, AuthError> {
         let expires_at = claims.get("exp").map(numeric_date).transpose()?;
+        if self.require_exp && expires_at.is_none() {
+            return Err(AuthError::MissingExpiry);
+        }
         let until = expires_at.map_or(i64::MAX, |exp| exp.saturating_add(self.leeway_secs));
         if now >= until {
             return Err(AuthError::Expired);
@@ -101,12 +106,32 @@ mod tests {
     /// A case name, the claims, and the expected outcome.
     type Case = (&'static str, Value, Result<Option<i64>, AuthError>);
 
+    /// Rules with `exp` optional, so that each table tests one rule at a time.
     fn rules(issuer: Option<&str>, audience: Option<&str>) -> ClaimRules {
         ClaimRules {
             issuer: issuer.map(str::to_owned),
             audience: audience.map(str::to_owned),
             leeway_secs: 30,
+            require_exp: false,
         }
+    }
+
+    #[test]
+    fn a_token_without_exp_is_refused_when_expiry_is_required() {
+        let strict = ClaimRules {
+            require_exp: true,
+            ..rules(None, None)
+        };
+        for claims in [
+            json!({}),
+            json!({"sub": "a", "nbf": NOW - 5}),
+            json!({"exp": null}),
+        ] {
+            assert!(check(&strict, claims.clone()).is_err(), "{claims}");
+        }
+        assert_eq!(check(&strict, json!({})), Err(AuthError::MissingExpiry));
+        assert_eq!(check(&strict, json!({"exp": NOW + 60})), Ok(Some(NOW + 60)));
+        assert_eq!(check(&rules(None, None), json!({})), Ok(None));
     }
 
     fn check(rules: &ClaimRules, claims: Value) -> Result<Option<i64>, AuthError> {
@@ -153,7 +178,7 @@ mod tests {
     fn time_claims() {
         let plain = rules(None, None);
         let cases: &[Case] = &[
-            ("no exp is accepted", json!({}), Ok(None)),
+            ("no exp is accepted when not required", json!({}), Ok(None)),
             ("future exp", json!({"exp": NOW + 60}), Ok(Some(NOW + 60))),
             (
                 "expired within leeway",

@@ -15,6 +15,9 @@ pub enum AuthError {
     /// Not a well-formed JWT: wrong number of parts, bad base64url, bad JSON, bad claim types.
     #[error("{}", self.description())]
     Malformed,
+    /// No `exp` claim, and tokens must expire.
+    #[error("{}", self.description())]
+    MissingExpiry,
     /// `exp` is in the past by more than the leeway.
     #[error("{}", self.description())]
     Expired,
@@ -47,6 +50,7 @@ impl AuthError {
         match self {
             Self::Missing => "no bearer token",
             Self::Malformed => "the token is not a well-formed JWT",
+            Self::MissingExpiry => "the token has no exp claim; tokens must expire",
             Self::Expired => "the token has expired",
             Self::NotYetValid => "the token is not valid yet",
             Self::BadSignature => "the token signature is invalid",
@@ -132,9 +136,10 @@ pub enum MintError {
 mod tests {
     use super::*;
 
-    const ALL: [AuthError; 9] = [
+    const ALL: [AuthError; 10] = [
         AuthError::Missing,
         AuthError::Malformed,
+        AuthError::MissingExpiry,
         AuthError::Expired,
         AuthError::NotYetValid,
         AuthError::BadSignature,

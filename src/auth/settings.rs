@@ -21,6 +21,9 @@ pub struct AuthSettings {
     pub audience: Option<String>,
     /// Clock skew tolerated when checking `exp` and `nbf`.
     pub leeway: Duration,
+    /// Refuse tokens without `exp` (API.md, Authentication; on unless
+    /// `TOOLGATE_JWT_REQUIRE_EXP=false`).
+    pub require_exp: bool,
     /// How often the JWKS is refetched in the background.
     pub jwks_refresh_interval: Duration,
     /// Minimum time between two refetches triggered by tokens with an unknown `kid`, so that
@@ -36,6 +39,7 @@ impl Default for AuthSettings {
             issuer: None,
             audience: None,
             leeway: Duration::from_secs(30),
+            require_exp: true,
             jwks_refresh_interval: Duration::from_secs(5 * 60),
             jwks_min_refetch_interval: Duration::from_secs(10),
         }
@@ -53,6 +57,7 @@ impl fmt::Debug for AuthSettings {
             .field("issuer", &self.issuer)
             .field("audience", &self.audience)
             .field("leeway", &self.leeway)
+            .field("require_exp", &self.require_exp)
             .field("jwks_refresh_interval", &self.jwks_refresh_interval)
             .field("jwks_min_refetch_interval", &self.jwks_min_refetch_interval)
             .finish()

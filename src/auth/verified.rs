@@ -1,7 +1,6 @@
 //! Tokens verified before. An agent presents the same token on every call for the token's
-//! lifetime, so the signature check, the decoding of the payload and the claims fingerprint are
-//! done once per token rather than once per request (Envoy's `jwt_authn` keeps the same kind of
-//! cache). On the hot path this is most of what a request costs besides writing the bytes.
+//! lifetime, so the signature check and the decoding of the payload are done once per token
+//! rather than once per request (Envoy's `jwt_authn` keeps the same kind of cache). On the hot path this is most of what a request costs besides writing the bytes.
 //!
 //! What makes a hit as good as a fresh verification:
 //! - entries are keyed by the whole token text and compared exactly, so a hit is the very
@@ -101,7 +100,6 @@ mod tests {
 
     use super::*;
     use crate::auth::claims::ClaimRules;
-    use crate::domain::fingerprint::Fingerprint;
 
     fn verified(sub: &str) -> (Arc<VerifiedToken>, Validity) {
         let claims = json!({"sub": sub}).as_object().expect("object").clone();
@@ -109,10 +107,10 @@ mod tests {
             issuer: None,
             audience: None,
             leeway_secs: 0,
+            require_exp: false,
         };
         let validity = rules.check(&claims, 0).expect("valid");
         let token = VerifiedToken {
-            fingerprint: Fingerprint::of(&claims),
             claims,
             expires_at: None,
         };

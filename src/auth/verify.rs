@@ -15,7 +15,6 @@ use super::jwks_source::JwksSource;
 use super::token::TokenParts;
 use super::verified::{self, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
-use crate::domain::fingerprint::Fingerprint;
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
 /// the hash size).
@@ -26,8 +25,6 @@ const RECOMMENDED_SECRET_BYTES: usize = 32;
 pub struct VerifiedToken {
     /// The full JWT payload: every claim, nested objects included, for the access policies.
     pub claims: Map<String, Value>,
-    /// The fingerprint of `claims`: the key of everything cached for this identity.
-    pub fingerprint: Fingerprint,
     /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
     pub expires_at: Option<i64>,
 }
@@ -89,6 +86,7 @@ impl Verifier {
             issuer: settings.issuer,
             audience: settings.audience,
             leeway_secs: i64::try_from(settings.leeway.as_secs()).unwrap_or(i64::MAX),
+            require_exp: settings.require_exp,
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -141,7 +139,6 @@ impl Verifier {
         let claims = parts.claims()?;
         let validity = self.inner.rules.check(&claims, now)?;
         let verified = Arc::new(VerifiedToken {
-            fingerprint: Fingerprint::of(&claims),
             claims,
             expires_at: validity.expires_at,
         });
@@ -226,7 +223,6 @@ mod tests {
         let first = verifier.verify_at(&token, NOW).await.expect("valid");
         let again = verifier.verify_at(&token, NOW + 1).await.expect("valid");
         assert!(Arc::ptr_eq(&first, &again), "the second call is a hit");
-        assert_eq!(first.fingerprint, Fingerprint::of(&first.claims));
         assert_eq!(first.expires_at, Some(NOW + 600));
         assert_eq!(verifier.inner.verified.len(), 1);
     }
@@ -263,7 +259,7 @@ mod tests {
     #[tokio::test]
     async fn only_the_exact_token_hits_and_failures_are_not_remembered() {
         let verifier = verifier().await;
-        let token = token(json!({"sub": "a", "roles": ["agent"]}));
+        let token = token(json!({"sub": "a", "roles": ["agent"], "exp": NOW + 600}));
         verifier.verify_at(&token, NOW).await.expect("valid");
         let signature_changed = tampered(&token, -2);
         let header_changed = tampered(&token, 5);

@@ -1,5 +1,7 @@
-//! The in-process cache of rendered manifests: response bytes keyed by (claims fingerprint,
-//! request options), valid for exactly one catalog revision.
+//! The in-process cache of rendered manifests: response bytes keyed by (claims key, request
+//! options), valid for exactly one catalog revision. The claims key is the projection of the
+//! claims onto what the revision's policies and the admin rule read
+//! ([`crate::domain::fingerprint`]), so it is meaningful only at its revision.
 //!
 //! Invalidation is exact, not TTL-based: every entry belongs to the revision it was computed
 //! at, and the first insert for a newer revision drops everything older, so a stale manifest
@@ -19,14 +21,34 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
+use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::ManifestOptions;
+use crate::domain::snapshot::Snapshot;
 
 /// What identifies one manifest within a revision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
     pub fingerprint: Fingerprint,
     pub options: ManifestOptions,
+}
+
+impl CacheKey {
+    /// The key of the manifest for `claims` and `options` at `snapshot`: the claims projected
+    /// onto the paths the snapshot's policies read, then onto `admin_paths` (the admin rule's).
+    /// Tokens that differ in any claim one of those reads get different keys; tokens that
+    /// differ only elsewhere share one.
+    pub fn new(
+        snapshot: &Snapshot,
+        admin_paths: &[ClaimPath],
+        claims: &Claims,
+        options: ManifestOptions,
+    ) -> CacheKey {
+        CacheKey {
+            fingerprint: Fingerprint::of_projection(claims, &[snapshot.read_paths(), admin_paths]),
+            options,
+        }
+    }
 }
 
 /// A manifest ready to send.
@@ -129,8 +151,9 @@ mod tests {
 
     fn key(sub: &str) -> CacheKey {
         let claims = json!({"sub": sub}).as_object().expect("object").clone();
+        let sub_path = [ClaimPath::parse("sub").expect("valid path")];
         CacheKey {
-            fingerprint: Fingerprint::of(&claims),
+            fingerprint: Fingerprint::of_projection(&claims, &[&sub_path]),
             options: ManifestOptions::default(),
         }
     }

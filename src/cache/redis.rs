@@ -3,7 +3,7 @@
 //!
 //! | key | value | TTL |
 //! |---|---|---|
-//! | `toolgate:access:{claims fingerprint}` | [`Access`]: the matched policy ids and granted group ids, with the revision | 300 s |
+//! | `toolgate:access:{claims key}` | [`Access`]: the matched policy ids and granted group ids, with the revision, and `mac` | 300 s |
 //! | `toolgate:group:{group id}` | `{"revision", "tool_ids"}`: the group's resolved members | 600 s |
 //!
 //! Invalidation is by revision, not by TTL: every value carries the revision it was computed
@@ -14,11 +14,19 @@
 //! written once per group and revision, for operators and tools that read the shared cache (an
 //! instance resolves members from its own snapshot, which is faster than any round trip).
 //!
+//! Redis is not trusted: anyone who can write to it could otherwise grant any policy to any
+//! claims on every instance (`{"revision": 1, "policy_ids": [...]}` under an access key). So an
+//! access entry carries a MAC (keyed BLAKE3, with a key derived from a secret every instance
+//! shares, [`SharedKey`]) over its key and its content; an entry whose MAC does not check out,
+//! or that was copied to another key, is ignored, counted and logged, and the instance
+//! evaluates the claims itself (SEMANTICS.md section 9). Group entries are never read back.
+//!
 //! Nothing here is on the critical path of a failure: every call is bounded, skipped while
 //! Redis is down ([`RedisHealth::may_call`](crate::redis_link::RedisHealth::may_call)), and
 //! writes happen in the background.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use redis::AsyncCommands;
@@ -45,6 +53,67 @@ pub fn group_key(group_id: &str) -> String {
     format!("toolgate:group:{group_id}")
 }
 
+/// The key that authenticates shared access entries. Every instance sharing a Redis must have
+/// the same one; it is derived (BLAKE3 key derivation) from a configured secret, so the secret
+/// itself never serves as a MAC key and no entry reveals anything about it.
+#[derive(Clone)]
+pub struct SharedKey([u8; 32]);
+
+impl SharedKey {
+    /// Derives the key from `secret` (`TOOLGATE_REDIS_SECRET`, or else the HMAC token secret,
+    /// which every instance verifying the same tokens already shares).
+    pub fn derive(secret: &str) -> SharedKey {
+        SharedKey(blake3::derive_key(
+            "toolgate 2026-11 shared access entries v1",
+            secret.as_bytes(),
+        ))
+    }
+
+    /// The bytes an instance stores for `access` under Redis key `redis_key`: the decision
+    /// and its MAC. (Public so that tests and tools can write entries as an instance would.)
+    pub fn seal(&self, redis_key: &str, access: Access) -> Option<Vec<u8>> {
+        SignedAccess::sign(self, redis_key, access)
+    }
+
+    /// The MAC of an access entry's serialised content under Redis key `key`.
+    fn mac(&self, key: &str, content: &[u8]) -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.0);
+        hasher.update(&(key.len() as u64).to_le_bytes());
+        hasher.update(key.as_bytes());
+        hasher.update(content);
+        hasher.finalize()
+    }
+}
+
+impl std::fmt::Debug for SharedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedKey([redacted])")
+    }
+}
+
+/// An access entry as stored: the decision and its MAC (hex).
+#[derive(Debug, Serialize, Deserialize)]
+struct SignedAccess {
+    #[serde(flatten)]
+    access: Access,
+    mac: String,
+}
+
+impl SignedAccess {
+    fn sign(key: &SharedKey, redis_key: &str, access: Access) -> Option<Vec<u8>> {
+        let content = serde_json::to_vec(&access).ok()?;
+        let mac = key.mac(redis_key, &content).to_hex().to_string();
+        serde_json::to_vec(&SignedAccess { access, mac }).ok()
+    }
+
+    /// The decision if its MAC checks out for `redis_key` (compared in constant time).
+    fn verify(self, key: &SharedKey, redis_key: &str) -> Option<Access> {
+        let content = serde_json::to_vec(&self.access).ok()?;
+        let given = blake3::Hash::from_hex(self.mac.as_bytes()).ok()?;
+        (key.mac(redis_key, &content) == given).then_some(self.access)
+    }
+}
+
 /// A group's members as shared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupEntry {
@@ -55,21 +124,26 @@ pub struct GroupEntry {
 /// Access decisions and group members shared through Redis.
 pub struct SharedCache {
     link: Arc<RedisLink>,
+    key: SharedKey,
+    /// Access entries ignored because they were unreadable or failed the MAC check.
+    rejected: AtomicU64,
     /// Groups already written at the revision held (written once per group and revision).
     written: Mutex<(u64, HashSet<String>)>,
 }
 
 impl SharedCache {
-    pub fn new(link: Arc<RedisLink>) -> SharedCache {
+    pub fn new(link: Arc<RedisLink>, key: SharedKey) -> SharedCache {
         SharedCache {
             link,
+            key,
+            rejected: AtomicU64::new(0),
             written: Mutex::new((0, HashSet::new())),
         }
     }
 
     /// The access decision another instance (or this one) made for these claims at exactly
-    /// `revision`; `None` when there is none, it is of another revision, or Redis is down or
-    /// slow.
+    /// `revision`; `None` when there is none, it is of another revision, it fails the MAC
+    /// check, or Redis is down or slow.
     pub async fn access(&self, fingerprint: &Fingerprint, revision: u64) -> Option<Access> {
         let health = self.link.health();
         if !health.may_call() {
@@ -87,14 +161,26 @@ impl SharedCache {
                 return None;
             }
         };
-        match serde_json::from_slice::<Access>(&value) {
-            Ok(access) if access.revision == revision => Some(access),
-            Ok(_) => None, // another revision's: invisible
-            Err(error) => {
-                tracing::warn!(%error, %key, "ignoring an unreadable shared access entry");
-                None
-            }
-        }
+        let Some(access) = serde_json::from_slice::<SignedAccess>(&value)
+            .ok()
+            .and_then(|signed| signed.verify(&self.key, &key))
+        else {
+            self.rejected.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                %key,
+                "ignoring a shared access entry that is unreadable or fails its integrity check \
+                 (written by something without the shared key: check TOOLGATE_REDIS_SECRET on \
+                 every instance, and who can write to this Redis)"
+            );
+            return None;
+        };
+        // Another revision's entry is invisible.
+        (access.revision == revision).then_some(access)
+    }
+
+    /// Access entries ignored since start because they failed the integrity check.
+    pub fn rejected_count(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
     }
 
     /// Shares an access decision this instance evaluated, and the members of the groups it
@@ -115,10 +201,10 @@ impl SharedCache {
                 Some((group_key(&id), serde_json::to_vec(&entry).ok()?))
             })
             .collect();
-        let Ok(value) = serde_json::to_vec(&access) else {
+        let key = access_key(fingerprint);
+        let Some(value) = self.key.seal(&key, access) else {
             return;
         };
-        let key = access_key(fingerprint);
         let link = Arc::clone(&self.link);
         let span = command_span("redis SET", "SET");
         tokio::spawn(
@@ -154,5 +240,77 @@ impl SharedCache {
             .filter(|id| written.1.insert((*id).clone()))
             .cloned()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(policies: &[&str]) -> Access {
+        Access {
+            revision: 3,
+            policy_ids: policies.iter().map(|id| (*id).to_owned()).collect(),
+            group_ids: vec!["g".to_owned()],
+        }
+    }
+
+    fn stored(key: &SharedKey, redis_key: &str, access: Access) -> SignedAccess {
+        let bytes = SignedAccess::sign(key, redis_key, access).expect("serialises");
+        serde_json::from_slice(&bytes).expect("parses")
+    }
+
+    #[test]
+    fn a_signed_entry_verifies_under_its_own_key_only() {
+        let key = SharedKey::derive("shared secret");
+        let entry = stored(&key, "toolgate:access:a", access(&["p"]));
+        assert_eq!(
+            entry.verify(&key, "toolgate:access:a"),
+            Some(access(&["p"]))
+        );
+        // Copied under another identity's key: refused.
+        let entry = stored(&key, "toolgate:access:a", access(&["p"]));
+        assert_eq!(entry.verify(&key, "toolgate:access:b"), None);
+        // Written by an instance with another secret: refused.
+        let entry = stored(
+            &SharedKey::derive("other"),
+            "toolgate:access:a",
+            access(&["p"]),
+        );
+        assert_eq!(entry.verify(&key, "toolgate:access:a"), None);
+    }
+
+    #[test]
+    fn a_tampered_entry_is_refused() {
+        let key = SharedKey::derive("shared secret");
+        let mut entry = stored(&key, "k", access(&["p-read"]));
+        entry.access.policy_ids.push("p-admin".to_owned());
+        assert_eq!(entry.verify(&key, "k"), None);
+        let mut entry = stored(&key, "k", access(&["p-read", "p-deny"]));
+        entry.access.policy_ids.pop();
+        assert_eq!(
+            entry.verify(&key, "k"),
+            None,
+            "dropping a deny is tampering too"
+        );
+        let mut entry = stored(&key, "k", access(&["p"]));
+        entry.access.revision += 1;
+        assert_eq!(entry.verify(&key, "k"), None);
+        let mut entry = stored(&key, "k", access(&["p"]));
+        entry.mac = "00".repeat(32);
+        assert_eq!(entry.verify(&key, "k"), None);
+        // The forged entry of issue 12, with no MAC at all, does not even parse.
+        assert!(
+            serde_json::from_slice::<SignedAccess>(
+                br#"{"revision":1,"policy_ids":["p"],"group_ids":[]}"#
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn the_key_is_never_printed() {
+        let key = SharedKey::derive("s3cr3t");
+        assert!(!format!("{key:?}").contains("s3cr3t"));
     }
 }

@@ -21,10 +21,12 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_JWT_ISSUER",
     "TOOLGATE_JWT_AUDIENCE",
     "TOOLGATE_JWT_LEEWAY_SECS",
+    "TOOLGATE_JWT_REQUIRE_EXP",
     "TOOLGATE_ADMIN_RULE",
     "TOOLGATE_MONGODB_URI",
     "TOOLGATE_MONGODB_DATABASE",
     "TOOLGATE_REDIS_URL",
+    "TOOLGATE_REDIS_SECRET",
     "TOOLGATE_REQUEST_TIMEOUT_SECS",
     "TOOLGATE_BODY_LIMIT_BYTES",
     "TOOLGATE_SSE_PING_SECS",
@@ -93,10 +95,18 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
             .get("TOOLGATE_JWT_LEEWAY_SECS")
             .map(|t| layer::integer("TOOLGATE_JWT_LEEWAY_SECS", t))
             .transpose()?,
+        jwt_require_exp: env
+            .get("TOOLGATE_JWT_REQUIRE_EXP")
+            .map(|t| layer::boolean("TOOLGATE_JWT_REQUIRE_EXP", t))
+            .transpose()?,
         admin_rule: env.get("TOOLGATE_ADMIN_RULE").map(admin_rule).transpose()?,
         mongodb_uri: env.get("TOOLGATE_MONGODB_URI").map(Secret::new),
         mongodb_database: text("TOOLGATE_MONGODB_DATABASE"),
         redis_url: env.get("TOOLGATE_REDIS_URL").map(Secret::new),
+        redis_secret: env
+            .get("TOOLGATE_REDIS_SECRET")
+            .filter(|t| !t.is_empty())
+            .map(Secret::new),
         request_timeout_secs: positive("TOOLGATE_REQUEST_TIMEOUT_SECS")?,
         body_limit_bytes: positive("TOOLGATE_BODY_LIMIT_BYTES")?,
         sse_ping_secs: positive("TOOLGATE_SSE_PING_SECS")?,

@@ -49,6 +49,7 @@ struct AuthSection {
     jwt_issuer: Option<String>,
     jwt_audience: Option<String>,
     jwt_leeway_secs: Option<u64>,
+    jwt_require_exp: Option<bool>,
     admin_rule: Option<Vec<ClaimMatcher>>,
 }
 
@@ -72,6 +73,7 @@ struct MongodbSection {
 #[serde(deny_unknown_fields)]
 struct RedisSection {
     url: Option<String>,
+    secret: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -144,6 +146,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         jwt_issuer: non_empty(file.auth.jwt_issuer),
         jwt_audience: non_empty(file.auth.jwt_audience),
         jwt_leeway_secs: file.auth.jwt_leeway_secs,
+        jwt_require_exp: file.auth.jwt_require_exp,
         admin_rule: file
             .auth
             .admin_rule
@@ -152,6 +155,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         mongodb_uri: non_empty(file.mongodb.uri).map(Secret::new),
         mongodb_database: non_empty(file.mongodb.database),
         redis_url: non_empty(file.redis.url).map(Secret::new),
+        redis_secret: non_empty(file.redis.secret).map(Secret::new),
         request_timeout_secs: positive(
             "http.request_timeout_secs",
             file.http.request_timeout_secs,

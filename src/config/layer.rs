@@ -24,10 +24,12 @@ pub(super) struct Layer {
     pub jwt_issuer: Option<String>,
     pub jwt_audience: Option<String>,
     pub jwt_leeway_secs: Option<u64>,
+    pub jwt_require_exp: Option<bool>,
     pub admin_rule: Option<Vec<ClaimMatcher>>,
     pub mongodb_uri: Option<Secret>,
     pub mongodb_database: Option<String>,
     pub redis_url: Option<Secret>,
+    pub redis_secret: Option<Secret>,
     pub request_timeout_secs: Option<u64>,
     pub body_limit_bytes: Option<u64>,
     pub sse_ping_secs: Option<u64>,
@@ -71,10 +73,12 @@ impl Layer {
             jwt_issuer: higher.jwt_issuer.or(self.jwt_issuer),
             jwt_audience: higher.jwt_audience.or(self.jwt_audience),
             jwt_leeway_secs: higher.jwt_leeway_secs.or(self.jwt_leeway_secs),
+            jwt_require_exp: higher.jwt_require_exp.or(self.jwt_require_exp),
             admin_rule: higher.admin_rule.or(self.admin_rule),
             mongodb_uri: higher.mongodb_uri.or(self.mongodb_uri),
             mongodb_database: higher.mongodb_database.or(self.mongodb_database),
             redis_url: higher.redis_url.or(self.redis_url),
+            redis_secret: higher.redis_secret.or(self.redis_secret),
             request_timeout_secs: higher.request_timeout_secs.or(self.request_timeout_secs),
             body_limit_bytes: higher.body_limit_bytes.or(self.body_limit_bytes),
             sse_ping_secs: higher.sse_ping_secs.or(self.sse_ping_secs),
@@ -114,6 +118,18 @@ pub(super) fn at_least_one(setting: &str, value: u64) -> Result<u64, ConfigError
         return Err(ConfigError::invalid(setting, "must be at least 1, found 0"));
     }
     Ok(value)
+}
+
+/// `true` or `false` given as text (environment variables).
+pub(super) fn boolean(setting: &str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(ConfigError::invalid(
+            setting,
+            format!("'{other}' is not a boolean; expected true or false"),
+        )),
+    }
 }
 
 /// A non-negative integer given as text (environment variables).
@@ -227,8 +243,8 @@ pub(super) fn admin_rule(
         return Err(ConfigError::invalid(
             format!("{key}{suffix}"),
             "the admin rule needs at least one claim matcher (an empty rule would make no \
-             token admin); remove the key to use the default (roles contains admin, or \
-             realm_access.roles contains admin)",
+             token admin); remove the key to use the default (roles equals admin, or \
+             realm_access.roles equals admin)",
         ));
     }
     for (i, matcher) in matchers.iter().enumerate() {

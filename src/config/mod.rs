@@ -117,6 +117,9 @@ pub struct Settings {
     pub jwt_audience: Option<String>,
     /// Clock skew tolerated on `exp`/`nbf`.
     pub jwt_leeway: Duration,
+    /// Tokens without `exp` are refused (the default): a token that never expires is a
+    /// credential that can never be taken back, and its streams would never end.
+    pub jwt_require_exp: bool,
     /// Claim matchers, ANY of which makes a token admin; never empty, each one compiles.
     pub admin_rule: Vec<ClaimMatcher>,
     /// MongoDB read model; the embedded store is used when `None`.
@@ -125,6 +128,10 @@ pub struct Settings {
     pub mongodb_database: String,
     /// Redis for the shared cache and change fan-out; in-process when `None`.
     pub redis_url: Option<Secret>,
+    /// The key that authenticates what this instance shares through Redis (decisions another
+    /// instance may reuse). Without it, decisions are not shared: an entry that cannot be
+    /// checked must never grant anything (SEMANTICS.md section 9).
+    pub redis_secret: Option<Secret>,
     /// Time limit for one ordinary request (not for SSE streams).
     pub request_timeout: Duration,
     /// Largest accepted request body; larger gets 413.
@@ -181,10 +188,13 @@ impl Settings {
         let merged = from_file
             .overlaid_by(env::read(env)?)
             .overlaid_by(flag_layer(flags));
-        let warnings = env::unknown_variables(env)
+        let mut warnings: Vec<String> = env::unknown_variables(env)
             .into_iter()
             .map(|name| format!("the environment variable {name} is not a toolgate setting (misspelt?); it is ignored"))
             .collect();
+        if let Some(rule) = &merged.admin_rule {
+            warnings.extend(admin_rule_warnings(rule));
+        }
         Ok(Settings::from_layer(
             merged,
             config_file,
@@ -216,12 +226,14 @@ impl Settings {
             jwt_leeway: Duration::from_secs(
                 layer.jwt_leeway_secs.unwrap_or(DEFAULT_JWT_LEEWAY_SECS),
             ),
+            jwt_require_exp: layer.jwt_require_exp.unwrap_or(true),
             admin_rule: layer.admin_rule.unwrap_or_else(default_admin_rule),
             mongodb_uri: layer.mongodb_uri,
             mongodb_database: layer
                 .mongodb_database
                 .unwrap_or_else(|| DEFAULT_MONGODB_DATABASE.to_owned()),
             redis_url: layer.redis_url,
+            redis_secret: layer.redis_secret,
             request_timeout: Duration::from_secs(
                 layer
                     .request_timeout_secs
@@ -289,6 +301,7 @@ impl Settings {
             issuer: self.jwt_issuer.clone(),
             audience: self.jwt_audience.clone(),
             leeway: self.jwt_leeway,
+            require_exp: self.jwt_require_exp,
             ..AuthSettings::default()
         }
     }
@@ -330,10 +343,29 @@ fn default_listen() -> SocketAddr {
         .expect("the default listen address is a valid socket address")
 }
 
-/// `roles` contains `admin`, or `realm_access.roles` (Keycloak) contains `admin`: the rule the
+/// `roles` equals `admin`, or `realm_access.roles` (Keycloak) equals `admin` (an exact string, or
+/// an array with an exact element; never a substring): the rule the
 /// auth module applies when none is configured.
 pub fn default_admin_rule() -> Vec<ClaimMatcher> {
     crate::auth::AdminRule::default_matchers()
+}
+
+/// A configured admin rule that compares by substring or expression: on a string claim,
+/// `roles contains admin` makes `"non-admin"` and `"badminton-club"` admins. The rule is
+/// honoured as written (an operator may mean it), but said out loud at start.
+fn admin_rule_warnings(rule: &[ClaimMatcher]) -> Vec<String> {
+    rule.iter()
+        .enumerate()
+        .filter(|(_, matcher)| matches!(matcher.operator.as_str(), "contains" | "matches"))
+        .map(|(i, matcher)| {
+            format!(
+                "admin_rule[{i}] uses '{}' on '{}': on a string claim this also accepts values \
+                 that merely contain or resemble the expected one (\"non-admin\" contains \
+                 \"admin\"); 'equals' matches the exact string or an exact array element",
+                matcher.operator, matcher.json_path
+            )
+        })
+        .collect()
 }
 
 /// A class's budget: what the layers say over the default; a rate of 0 turns the limit off.

@@ -18,7 +18,10 @@ pub type Claims = Map<String, Value>;
 
 /// Where a matcher looks in the claims: a dot path (`realm_access.roles`, `groups.0`) or, when
 /// it starts with `/`, an RFC 6901 JSON Pointer (`/https:~1~1example.com~1roles`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Paths order by their segments, so a dot path and the JSON Pointer naming the same place are
+/// one path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClaimPath {
     segments: Vec<String>,
 }
@@ -45,6 +48,11 @@ impl ClaimPath {
             }
         };
         Ok(ClaimPath { segments })
+    }
+
+    /// The keys and indices this path steps through, in order.
+    pub fn segments(&self) -> &[String] {
+        &self.segments
     }
 
     /// The value at this path, or `None` when the path does not resolve or the value is `null`
@@ -165,7 +173,12 @@ impl Number {
         }
     }
 
+    /// A string that is a JSON number with nothing around it (SEMANTICS.md section 3): not
+    /// `"+2"`, `"02"`, `".5"`, `"2."`, `" 2"`, `"inf"`, which Rust's parsers would accept.
     fn parse(text: &str) -> Option<Number> {
+        if !is_json_number(text) {
+            return None;
+        }
         if let Ok(int) = text.parse::<i128>() {
             return Some(Number::Int(int));
         }
@@ -197,6 +210,45 @@ impl Number {
             Number::Float(float) => float,
         }
     }
+}
+
+/// RFC 8259 section 6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+fn is_json_number(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - start
+    };
+    if bytes.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match bytes.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if bytes.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == bytes.len()
 }
 
 /// A matcher's value, prepared once for every form of claim it may be compared with.

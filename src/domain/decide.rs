@@ -195,10 +195,8 @@ impl Snapshot {
             .iter()
             .map(|name| {
                 // An item that is not a valid glob can only match itself literally.
-                Pattern::glob(name, Case::Sensitive).unwrap_or_else(|_| {
-                    Pattern::glob(&globset::escape(name), Case::Sensitive)
-                        .expect("an escaped glob is always valid")
-                })
+                Pattern::glob(name, Case::Sensitive)
+                    .unwrap_or_else(|_| Pattern::literal(name, Case::Sensitive))
             })
             .collect();
         let unmatched: Vec<usize> = result

@@ -9,6 +9,7 @@ pub mod claims;
 mod decide;
 pub mod explain;
 pub mod fingerprint;
+mod glob;
 pub mod manifest;
 pub mod manifest_diff;
 pub mod model;

@@ -2,10 +2,11 @@
 //! request filter (section 6).
 //!
 //! A selector pattern is `*`, `regex:<expr>` or a glob. Every form matches the **whole** value.
-//! Globs: `*` is any run of characters including `/`, `?` one character, `[abc]` / `[!abc]`
-//! classes, `{a,b}` alternatives. Selector patterns ignore case; tool-name globs do not.
+//! Globs ([`super::glob`]): `*` is any run of characters including `/` (`**` is two of them,
+//! not a globstar), `?` one character, `[abc]` / `[!abc]` classes, `{a,b}` alternatives.
+//! Selector patterns ignore ASCII case; tool-name globs do not. `""` is a glob that matches only
+//! the empty value.
 
-use globset::{Glob, GlobBuilder};
 use regex::{Regex, RegexBuilder};
 use regex_automata::meta;
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -24,13 +25,13 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// alternatives (`svc-{03,17}-*`, `{get,list}_*`); those are matched by comparing bytes
 /// ([`Pattern::Simple`]) rather than by a regular expression, which makes compiling a catalog
 /// with a thousand distinct patterns several times cheaper. Every other glob runs as the
-/// regular expression globset translates it to.
+/// regular expression [`super::glob::to_regex`] translates it to.
 #[derive(Debug, Clone)]
 pub enum Pattern {
     /// `*`: matches every value, including the empty one.
     Any,
     Simple(Simple),
-    /// A glob as globset translates it, built by [`lean_regex`].
+    /// A glob as [`super::glob::to_regex`] translates it, built by [`lean_regex`].
     Glob(meta::Regex),
     /// A `regex:` selector pattern, anchored, built by [`lean_regex`].
     Regex(meta::Regex),
@@ -49,8 +50,8 @@ pub enum Anchor {
 /// leading and a trailing `*`: it matches when one of the texts it expands to is at its
 /// anchor.
 ///
-/// Case-insensitive means ASCII case folding, exactly as globset's globs do (they compile to
-/// byte regexes without Unicode case folding): the two agree on every value.
+/// Case-insensitive means ASCII case folding, as for every glob: the fast path and the
+/// translated regular expression agree on every value.
 #[derive(Debug, Clone)]
 pub struct Simple {
     /// The expansion of the alternatives: one text for a glob without `{…}`, never empty.
@@ -177,6 +178,15 @@ impl Pattern {
         glob_regex(text, case).map(Pattern::Glob)
     }
 
+    /// A pattern that matches exactly `text` (up to `case`), whatever glob syntax it holds.
+    pub fn literal(text: &str, case: Case) -> Pattern {
+        Pattern::Simple(Simple {
+            texts: vec![text.to_owned()],
+            anchor: Anchor::Whole,
+            case,
+        })
+    }
+
     pub fn is_match(&self, value: &str) -> bool {
         match self {
             Pattern::Any => true,
@@ -186,18 +196,13 @@ impl Pattern {
     }
 }
 
-/// Translates a glob with globset (which owns the glob syntax) and compiles the result as a
-/// bytes regex, so that matching a `&str` needs no path candidate.
+/// Translates a glob (SEMANTICS.md section 5, see [`super::glob`]) and compiles it.
 fn glob_regex(text: &str, case: Case) -> Result<meta::Regex, String> {
-    let glob: Glob = GlobBuilder::new(text)
-        .case_insensitive(case == Case::Insensitive)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .empty_alternates(true)
-        .build()
-        .map_err(|error| format!("invalid glob pattern '{text}': {}", glob_reason(&error)))?;
-    // globset's translation says `(?-u)` and may match bytes that are not UTF-8.
-    lean_regex(glob.regex(), syntax::Config::new().utf8(false))
+    let translated = super::glob::to_regex(text, case)
+        .map_err(|reason| format!("invalid glob pattern '{text}': {reason}"))?;
+    // Runs are byte runs (see `glob::to_regex`), so the expression may match bytes that are
+    // not UTF-8 on its own; on UTF-8 values it matches exactly the characters it should.
+    lean_regex(&translated, syntax::Config::new().utf8(false))
         .map_err(|reason| format!("invalid glob pattern '{text}': {reason}"))
 }
 
@@ -244,10 +249,6 @@ pub fn whole_regex(expr: &str, case: Case) -> Result<Regex, String> {
         })
 }
 
-fn glob_reason(error: &globset::Error) -> String {
-    error.kind().to_string()
-}
-
 fn regex_reason(error: &regex::Error) -> String {
     match error {
         regex::Error::Syntax(text) => syntax_reason(text),
@@ -279,181 +280,4 @@ fn syntax_reason(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn selector_matches(pattern: &str, value: &str) -> bool {
-        Pattern::selector(pattern)
-            .expect("valid pattern")
-            .is_match(value)
-    }
-
-    #[test]
-    fn selector_pattern_table() {
-        let cases: &[(&str, &str, bool)] = &[
-            ("*", "", true),
-            ("*", "anything/at all", true),
-            ("billing-*", "billing-api", true),
-            ("billing-*", "BILLING-API", true),
-            ("billing-*", "crm-api", false),
-            ("billing", "billing-api", false),
-            ("*api", "billing-api", true),
-            ("/customers/*", "/customers/{id}/orders", true),
-            ("get_?", "get_a", true),
-            ("get_?", "get_ab", false),
-            ("[abc]*", "crm", true),
-            ("[!abc]*", "crm", false),
-            ("[!abc]*", "delete", true),
-            ("{get,list}_*", "list_invoices", true),
-            ("{get,list}_*", "create_invoice", false),
-            ("regex:get_.*", "GET_customer", true),
-            ("regex:get", "get_customer", false),
-            ("regex:(get|list)_[a-z]+", "list_invoices", true),
-            ("regex:a|b", "ab", false),
-            ("GET", "get", true),
-        ];
-        for &(pattern, value, expected) in cases {
-            assert_eq!(
-                selector_matches(pattern, value),
-                expected,
-                "pattern {pattern:?} on {value:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn simple_fast_paths_agree_with_the_full_glob() {
-        let patterns = [
-            "get_user",
-            "get_*",
-            "*_user",
-            "*et_u*",
-            "**",
-            "*",
-            "",
-            "GET",
-            "g\u{e9}t*",
-            "*\u{e9}T_*",
-            "{get,list}_*",
-            "*_{user,users}",
-            "{get,GET}_{user,users}",
-            "*{et,xg}_u*",
-            "get_{user,}",
-            "{,x}get_user",
-            "get_{}user",
-            "{a,b,c}{d,e,f}{g,h,i}{j,k,l}",
-            "get_{u*,x}",
-            "a,b",
-        ];
-        let values = [
-            "get_user",
-            "GET_USER",
-            "get_users",
-            "xget_user",
-            "",
-            "get",
-            "gEt_\u{212a}",
-            "\u{212a}et_user",
-            "g\u{e9}t_user",
-            "ſet_user",
-        ];
-        for pattern in patterns {
-            for case in [Case::Sensitive, Case::Insensitive] {
-                let fast = Pattern::glob(pattern, case).expect("valid");
-                let full = glob_regex(pattern, case).expect("valid");
-                for value in values {
-                    assert_eq!(
-                        fast.is_match(value),
-                        full.is_match(value.as_bytes()),
-                        "{pattern:?} {case:?} on {value:?}"
-                    );
-                }
-            }
-        }
-        assert!(matches!(
-            Pattern::glob("get_*", Case::Insensitive),
-            Ok(Pattern::Simple(_))
-        ));
-        assert!(matches!(
-            Pattern::glob("g?t_*", Case::Insensitive),
-            Ok(Pattern::Glob(_))
-        ));
-        assert!(matches!(
-            Pattern::glob("svc-{03,17}-*", Case::Insensitive),
-            Ok(Pattern::Simple(_))
-        ));
-        // 81 texts: past the expansion cap, so one regular expression instead.
-        assert!(matches!(
-            Pattern::glob("{a,b,c}{d,e,f}{g,h,i}{j,k,l}", Case::Insensitive),
-            Ok(Pattern::Glob(_))
-        ));
-        // Glob case folding is ASCII (as globset's): the Kelvin sign is not a k.
-        assert!(
-            !Pattern::selector("k*")
-                .expect("valid")
-                .is_match("\u{212a}elvin")
-        );
-        assert!(
-            Pattern::selector("\u{e9}t\u{e9}*")
-                .expect("valid")
-                .is_match("\u{e9}t\u{e9}_x")
-        );
-    }
-
-    proptest::proptest! {
-        /// Any glob over a small alphabet rich in glob syntax: the fast path accepts exactly
-        /// what globset accepts and matches exactly what its regular expression matches.
-        #[test]
-        fn simple_fast_paths_agree_with_globset_on_any_glob(
-            pattern in "[ab*{},?\\[\\]A-]{0,10}",
-            values in proptest::collection::vec("[abAB,-]{0,6}", 1..8),
-        ) {
-            for case in [Case::Sensitive, Case::Insensitive] {
-                match (Pattern::glob(&pattern, case), glob_regex(&pattern, case)) {
-                    (Ok(fast), Ok(full)) => {
-                        for value in &values {
-                            proptest::prop_assert_eq!(
-                                fast.is_match(value),
-                                full.is_match(value.as_bytes()),
-                                "{:?} {:?} on {:?}", pattern, case, value
-                            );
-                        }
-                    }
-                    (Err(_), Err(_)) => {}
-                    (fast, full) => proptest::prop_assert!(
-                        false,
-                        "{:?}: fast {:?}, globset {:?}", pattern, fast.is_ok(), full.is_ok()
-                    ),
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn tool_name_globs_are_case_sensitive() {
-        let glob = Pattern::glob("entities_*", Case::Sensitive).expect("valid");
-        assert!(glob.is_match("entities_get"));
-        assert!(!glob.is_match("Entities_get"));
-    }
-
-    #[test]
-    fn invalid_patterns_are_rejected_with_a_reason() {
-        let error = Pattern::selector("regex:(unclosed").expect_err("invalid");
-        assert!(
-            error.starts_with("invalid regular expression '(unclosed'"),
-            "{error}"
-        );
-        assert!(!error.contains('\n'));
-        let error = Pattern::selector("regex:\\w{5000}").expect_err("too large");
-        assert!(error.ends_with("expression is too large"), "{error}");
-        let error = Pattern::selector("[abc").expect_err("invalid");
-        assert!(error.starts_with("invalid glob pattern '[abc'"), "{error}");
-    }
-
-    #[test]
-    fn glob_syntax_detection() {
-        assert!(has_glob_syntax("entities_*"));
-        assert!(has_glob_syntax("get_?"));
-        assert!(!has_glob_syntax("search_hybrid"));
-    }
-}
+mod tests;

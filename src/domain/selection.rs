@@ -50,12 +50,12 @@ impl<'c> SelectionIndex<'c> {
     }
 
     /// Indexes tool `index` (tools come in index order), whose source is named `source_name`
-    /// (`""` when the source does not exist).
+    /// (`None` when the source does not exist: such a tool matches no source pattern but `*`).
     ///
     /// The compile calls this from its one pass over the catalog's tools: in a large catalog
     /// the tools' strings lie scattered among their schemas, so each pass costs a cache miss
     /// per string, and one pass is much cheaper than one per field.
-    pub(super) fn add(&mut self, index: usize, tool: &'c Tool, source_name: &'c str) {
+    pub(super) fn add(&mut self, index: usize, tool: &'c Tool, source_name: Option<&'c str>) {
         let len = self.len;
         for tag in &tool.tags {
             self.by_tag
@@ -69,15 +69,17 @@ impl<'c> SelectionIndex<'c> {
                 .or_insert_with(|| FixedBitSet::with_capacity(len))
                 .insert(index);
         }
-        // An absent path or method is `""`.
+        // An absent path or method is `""`; an absent source has no name to match.
         let values = [
             source_name,
-            tool.name.as_str(),
-            tool.path.as_deref().unwrap_or(""),
-            tool.method.as_deref().unwrap_or(""),
+            Some(tool.name.as_str()),
+            Some(tool.path.as_deref().unwrap_or("")),
+            Some(tool.method.as_deref().unwrap_or("")),
         ];
         for (field, value) in self.fields.iter_mut().zip(values) {
-            field.push(value, index as u32);
+            if let Some(value) = value {
+                field.push(value, index as u32);
+            }
         }
     }
 
@@ -214,18 +216,26 @@ impl<'c> FieldValues<'c> {
 /// Below this many patterns per thread, spawning threads costs more than it saves.
 const PATTERNS_PER_THREAD: usize = 32;
 
-/// The pattern criteria of a selector that narrow anything (absent, `""` and `*` do not).
+/// The pattern criteria of a selector that narrow anything: `*` does not, nor does a path or
+/// method pattern that is absent or `""` (SEMANTICS.md section 5). A source or name pattern
+/// of `""` does narrow: it is a glob matching only the empty value, so it selects nothing.
 fn patterns_of(selector: &Selector) -> impl Iterator<Item = (Field, &str)> + '_ {
     [
-        (Field::SourceName, Some(&selector.source_pattern)),
-        (Field::Name, Some(&selector.name_pattern)),
-        (Field::Path, selector.path_pattern.as_ref()),
-        (Field::Method, selector.method_pattern.as_ref()),
+        (Field::SourceName, Some(selector.source_pattern.as_str())),
+        (Field::Name, Some(selector.name_pattern.as_str())),
+        (
+            Field::Path,
+            selector.path_pattern.as_deref().filter(|p| !p.is_empty()),
+        ),
+        (
+            Field::Method,
+            selector.method_pattern.as_deref().filter(|p| !p.is_empty()),
+        ),
     ]
     .into_iter()
     .filter_map(|(field, pattern)| {
-        let pattern = pattern?.as_str();
-        (!pattern.is_empty() && pattern != "*").then_some((field, pattern))
+        let pattern = pattern?;
+        (pattern != "*").then_some((field, pattern))
     })
 }
 
@@ -298,7 +308,7 @@ mod tests {
         let mut index = SelectionIndex::with_capacity(tools.len());
         for (i, tool) in tools.iter().enumerate() {
             let source = sources.iter().find(|source| source.id == tool.source_id);
-            index.add(i, tool, source.map_or("", |source| source.name.as_str()));
+            index.add(i, tool, source.map(|source| source.name.as_str()));
         }
         index
     }

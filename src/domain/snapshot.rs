@@ -33,6 +33,9 @@ pub struct Snapshot {
     pub(super) group_index: HashMap<String, u32>,
     pub(super) policies: Vec<CompiledPolicy>,
     pub(super) paths: Vec<ClaimPath>,
+    /// The distinct places in the claims that the active policies read, sorted: a decision
+    /// depends on the claims only through the values there (SEMANTICS.md section 6.4).
+    read_paths: Vec<ClaimPath>,
     pub(super) matchers: Vec<SharedMatcher>,
     /// The catalog this snapshot was compiled from (admin reads and explanations use it).
     pub(super) catalog: Catalog,
@@ -142,11 +145,7 @@ impl Snapshot {
             let source = sources.get(tool.source_id.as_str());
             let source_enabled = source.is_some_and(|source| source.enabled);
             visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
-            selection.add(
-                index,
-                tool,
-                source.map_or("", |source| source.name.as_str()),
-            );
+            selection.add(index, tool, source.map(|source| source.name.as_str()));
             tools.push(CompiledTool {
                 id: tool.id.clone(),
                 name: tool.name.clone(),
@@ -254,6 +253,12 @@ impl Snapshot {
             groups,
             group_index,
             policies,
+            read_paths: {
+                let mut read = interner.paths.clone();
+                read.sort_unstable();
+                read.dedup();
+                read
+            },
             paths: interner.paths,
             matchers: interner.matchers,
             catalog,
@@ -267,6 +272,13 @@ impl Snapshot {
     /// The catalog this snapshot was compiled from.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
+    }
+
+    /// The distinct claim paths the active policies read, sorted. Two sets of claims with the
+    /// same values at these paths get the same decision from this snapshot, whatever else
+    /// they hold; claims that differ at one of them may not.
+    pub fn read_paths(&self) -> &[ClaimPath] {
+        &self.read_paths
     }
 
     pub fn tool_count(&self) -> usize {

@@ -1,8 +1,9 @@
 //! `GET /agents/tools` (and its alias `/api/agents/tools`): the hot path.
 //!
-//! Token → claims → fingerprint → cached bytes. On a hit the handler verifies the token, hashes
-//! the claims, does one cache lookup and writes the stored bytes; the manifest is computed and
-//! rendered only on a miss, once per (claims, options, revision).
+//! Token → claims → claims key → cached bytes. On a hit the handler verifies the token (from
+//! memory, for a token seen before), hashes the claims the policies read, does one cache lookup
+//! and writes the stored bytes; the manifest is computed and rendered only on a miss, once per
+//! (claims key, options, revision).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +21,6 @@ use super::limit::RouteClass;
 use crate::auth::VerifiedToken;
 use crate::cache::{CacheKey, RenderedManifest};
 use crate::domain::claims::Claims;
-use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
 
@@ -163,10 +163,7 @@ async fn resolve(
     options: ManifestOptions,
 ) -> (Arc<RenderedManifest>, CacheOutcome) {
     let claims = &token.claims;
-    let key = CacheKey {
-        fingerprint: token.fingerprint,
-        options,
-    };
+    let key = CacheKey::new(snapshot, state.admin_rule.paths(), claims, options);
     let Some(shared) = &state.shared else {
         return local(state, snapshot, claims, key);
     };
@@ -198,14 +195,11 @@ pub fn render_local(
     claims: &Claims,
     options: ManifestOptions,
 ) -> Arc<RenderedManifest> {
-    let key = CacheKey {
-        fingerprint: Fingerprint::of(claims),
-        options,
-    };
+    let key = CacheKey::new(snapshot, state.admin_rule.paths(), claims, options);
     local(state, snapshot, claims, key).0
 }
 
-/// `key` must hold the fingerprint of `claims`.
+/// `key` must be the key of `claims` at `snapshot`.
 fn local(
     state: &AppState,
     snapshot: &Snapshot,

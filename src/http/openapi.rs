@@ -176,7 +176,7 @@ fn components() -> Components {
                     .description(Some(
                         "A JWT (HS*, RS*, PS256, ES*, EdDSA). Admin routes and the \
                          `include_disabled`/`explain` options also need the admin rule \
-                         (default: `roles` or `realm_access.roles` contains `admin`).",
+                         (default: `roles` or `realm_access.roles` equals `admin`).",
                     ))
                     .build(),
             ),

@@ -11,6 +11,13 @@
 //! `mcp://{source name}/{tool name}`, and the behaviour hints of its annotations become tags
 //! (`readOnlyHint` → `read-only`, `destructiveHint` → `destructive`, `idempotentHint` →
 //! `idempotent`, `openWorldHint` → `open-world`) so that selectors can use them.
+//!
+//! Hints take the defaults the MCP specification gives them, which fail closed for the two
+//! that matter to access: a tool that does not say `destructiveHint: false` is tagged
+//! `destructive`, one that does not say `openWorldHint: false` is tagged `open-world`, so
+//! `excluded_tags: ["destructive"]` excludes every tool that did not promise otherwise
+//! (SEMANTICS.md section 9). `read-only` and `idempotent` need an explicit `true`. A hint that
+//! is not a boolean counts as absent.
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -24,12 +31,12 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// The most `tools/list` pages followed (a server that keeps returning cursors is cut off).
 const MAX_PAGES: usize = 100;
 
-/// Annotation hints that become tags.
-pub const HINT_TAGS: [(&str, &str); 4] = [
-    ("readOnlyHint", "read-only"),
-    ("destructiveHint", "destructive"),
-    ("idempotentHint", "idempotent"),
-    ("openWorldHint", "open-world"),
+/// Annotation hints that become tags, with the value MCP says to assume when a hint is absent.
+pub const HINT_TAGS: [(&str, &str, bool); 4] = [
+    ("readOnlyHint", "read-only", false),
+    ("destructiveHint", "destructive", true),
+    ("idempotentHint", "idempotent", false),
+    ("openWorldHint", "open-world", true),
 ];
 
 /// Lists the tools of the MCP server at `url`.
@@ -80,8 +87,13 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
     let output_schema = tool.get("outputSchema").filter(|s| s.is_object()).cloned();
     let tags = HINT_TAGS
         .iter()
-        .filter(|(hint, _)| tool.get("annotations").and_then(|a| a.get(hint)) == Some(&json!(true)))
-        .map(|(_, tag)| (*tag).to_owned())
+        .filter(|(hint, _, default)| {
+            tool.get("annotations")
+                .and_then(|annotations| annotations.get(hint))
+                .and_then(Value::as_bool)
+                .unwrap_or(*default)
+        })
+        .map(|(_, tag, _)| (*tag).to_owned())
         .collect();
     Ok(ImportedTool {
         operation_id: name.to_owned(),
@@ -330,6 +342,36 @@ mod tests {
         assert_eq!(
             tool.input_schema,
             json!({"type": "object", "properties": {"p": {"type": "string"}}, "x-extra": 1})
+        );
+    }
+
+    #[test]
+    fn absent_hints_take_the_defaults_that_fail_closed() {
+        let tags = |annotations: Option<Value>| {
+            let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
+            if let Some(annotations) = annotations {
+                tool["annotations"] = annotations;
+            }
+            tool_from_mcp("s", &tool).expect("a tool").tags
+        };
+        assert_eq!(tags(None), ["destructive", "open-world"]);
+        assert_eq!(tags(Some(json!({}))), ["destructive", "open-world"]);
+        assert_eq!(
+            tags(Some(json!({"readOnlyHint": true}))),
+            ["read-only", "destructive", "open-world"],
+            "no promise about destruction: assumed destructive, as MCP says"
+        );
+        assert_eq!(
+            tags(Some(
+                json!({"destructiveHint": "no", "openWorldHint": null})
+            )),
+            ["destructive", "open-world"],
+            "a hint that is not a boolean counts as absent"
+        );
+        assert_eq!(
+            tags(Some(json!({"readOnlyHint": true, "destructiveHint": false,
+                              "idempotentHint": true, "openWorldHint": false}))),
+            ["read-only", "idempotent"]
         );
     }
 }

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
 use crate::cache::ManifestCache;
-use crate::cache::redis::SharedCache;
+use crate::cache::redis::{SharedCache, SharedKey};
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::limit::{Limiters, RateLimits};
@@ -40,8 +40,10 @@ mod listen;
 /// Rendered manifests kept in memory by `toolgate serve`.
 const CACHE_CAPACITY: usize = 10_000;
 
-/// Events buffered per stream before it counts as lagging and is coalesced to a snapshot.
-pub const SSE_BUFFER: usize = 16;
+/// Bytes of events queued per stream before it counts as lagging and is coalesced to a
+/// snapshot: a few diffs of a large manifest, and a bound on what a reader that stopped
+/// reading can pin.
+pub const SSE_QUEUE_BYTES: usize = 4 * 1024 * 1024;
 
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
@@ -72,8 +74,9 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         max_streams_per_subject: settings.max_streams_per_subject,
         rate_limits: settings.rate_limits,
         otlp: settings.otlp(),
-        sse_buffer: SSE_BUFFER,
+        sse_queue_bytes: SSE_QUEUE_BYTES,
         redis_url: settings.redis_url.clone(),
+        redis_secret: settings.redis_secret.clone(),
         revision_poll,
     };
     let running = start(config, shutdown_signal()).await?;
@@ -162,11 +165,14 @@ pub struct ServerConfig {
     /// Where this server's metrics are pushed besides `GET /metrics`; `None`: nowhere. (Traces
     /// are process-wide: `telemetry::init` exports them.)
     pub otlp: Option<OtlpSettings>,
-    /// Events buffered per stream before it is coalesced.
-    pub sse_buffer: usize,
+    /// Bytes of events queued per stream before it is coalesced.
+    pub sse_queue_bytes: usize,
     /// Redis for the shared cache and the change bus between instances (it may hold a
     /// password: `Debug` redacts it).
     pub redis_url: Option<Secret>,
+    /// The secret that authenticates access decisions shared through Redis; when `None`, the
+    /// HMAC token secret serves, and with neither, decisions are not shared at all.
+    pub redis_secret: Option<Secret>,
     /// How often to compare the store's revision with the local one, whatever the bus says;
     /// `None` when this instance is the store's only user.
     pub revision_poll: Option<Duration>,
@@ -191,10 +197,11 @@ impl ServerConfig {
             cache_capacity: CACHE_CAPACITY,
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
-            sse_buffer: SSE_BUFFER,
+            sse_queue_bytes: SSE_QUEUE_BYTES,
             rate_limits: RateLimits::default(),
             otlp: None,
             redis_url: None,
+            redis_secret: None,
             revision_poll: None,
         }
     }
@@ -237,15 +244,19 @@ pub async fn start(
     if let Some(seed) = config.seed {
         seed_if_empty(&catalog, seed).await?;
     }
+    let hmac_secret = config.auth.hmac_secret.clone();
     let verifier = Verifier::new(config.auth)
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
     crate::bus::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
-    let hub = StreamHub::new(HubLimits {
-        max_streams_per_subject: config.max_streams_per_subject,
-        buffer: config.sse_buffer,
-    });
+    let hub = StreamHub::new(
+        HubLimits {
+            max_streams_per_subject: config.max_streams_per_subject,
+            queue_bytes: config.sse_queue_bytes,
+        },
+        config.admin_rule.paths(),
+    );
     hub.spawn(&catalog);
     let state = AppState {
         catalog,
@@ -255,9 +266,10 @@ pub async fn start(
         body_limit: config.body_limit,
         hub,
         sse_ping: config.sse_ping,
-        shared: redis
-            .as_ref()
-            .map(|link| Arc::new(SharedCache::new(Arc::clone(link)))),
+        shared: redis.as_ref().and_then(|link| {
+            let key = shared_key(config.redis_secret.as_ref(), hmac_secret.as_deref())?;
+            Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
+        }),
         redis,
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
@@ -267,6 +279,7 @@ pub async fn start(
         hub: Arc::downgrade(&state.hub),
         catalog: Arc::downgrade(&state.catalog),
         redis: state.redis.as_ref().map(Arc::downgrade),
+        shared: state.shared.as_ref().map(Arc::downgrade),
     });
     let listener = TcpListener::bind(config.listen)
         .await
@@ -361,4 +374,23 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down");
+}
+
+/// The key of shared access entries: from the Redis secret, else from the token secret. With
+/// neither there is nothing to authenticate entries with, and an entry that cannot be checked
+/// must never grant anything: decisions are then not shared (each instance evaluates claims
+/// itself, which costs microseconds, not correctness).
+fn shared_key(redis_secret: Option<&Secret>, hmac_secret: Option<&str>) -> Option<SharedKey> {
+    match (redis_secret, hmac_secret) {
+        (Some(secret), _) => Some(SharedKey::derive(secret.expose())),
+        (None, Some(secret)) => Some(SharedKey::derive(secret)),
+        (None, None) => {
+            tracing::warn!(
+                "Redis is configured but no TOOLGATE_REDIS_SECRET (nor TOOLGATE_JWT_SECRET) is \
+                 set: access decisions are not shared between instances, because entries could \
+                 not be authenticated; set the same TOOLGATE_REDIS_SECRET on every instance"
+            );
+            None
+        }
+    }
 }

@@ -9,7 +9,6 @@
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -18,6 +17,7 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, Sleep};
 
 use super::frame::{EventKind, PING, encode};
 use super::hub::Subscription;
+use super::outbox::Next;
 use crate::cache::RenderedManifest;
 
 /// Renders the subscriber's current manifest (from the manifest cache).
@@ -38,7 +38,7 @@ pub struct Connection {
 /// What woke a waiting connection.
 enum Woke {
     Expired(i64),
-    Frame(Option<Arc<super::hub::Frame>>),
+    Next(Next),
     Ping,
 }
 
@@ -100,12 +100,9 @@ impl Connection {
             return None;
         }
         loop {
-            if self.subscription.lagged.swap(false, Ordering::AcqRel) {
-                return Some(self.resynchronise());
-            }
             let woke = {
                 let expiry = &mut self.expiry;
-                let frames = &mut self.subscription.frames;
+                let outbox = &self.subscription.outbox;
                 let ping = &mut self.ping;
                 tokio::select! {
                     biased;
@@ -118,7 +115,7 @@ impl Connection {
                             None => std::future::pending().await,
                         }
                     } => Woke::Expired(exp),
-                    frame = frames.recv() => Woke::Frame(frame),
+                    next = outbox.next() => Woke::Next(next),
                     _ = ping.tick() => Woke::Ping,
                 }
             };
@@ -131,11 +128,11 @@ impl Connection {
                 }
                 Woke::Ping => return Some(PING),
                 // The hub let go of this connection: end the stream.
-                Woke::Frame(None) => return None,
-                Woke::Frame(Some(frame)) => {
-                    if self.subscription.lagged.load(Ordering::Acquire) || frame.to == self.current
-                    {
-                        continue; // superseded by the snapshot that follows, or already there
+                Woke::Next(Next::Closed) => return None,
+                Woke::Next(Next::Lagged) => return Some(self.resynchronise()),
+                Woke::Next(Next::Frame(frame)) => {
+                    if frame.to == self.current {
+                        continue; // already there (joined after the change)
                     }
                     if frame.from != self.current {
                         return Some(self.resynchronise());
@@ -150,8 +147,7 @@ impl Connection {
 
     /// Drops whatever is buffered and sends the current manifest whole.
     fn resynchronise(&mut self) -> Bytes {
-        self.subscription.lagged.store(false, Ordering::Release);
-        while self.subscription.frames.try_recv().is_ok() {}
+        self.subscription.outbox.reset();
         let rendered = (self.render)();
         self.current = Arc::from(rendered.etag.as_str());
         self.subscription.sent(EventKind::Tools);

@@ -1,27 +1,34 @@
 //! The stream hub: who is subscribed to which manifest, and the fan-out of each new revision.
 //!
-//! Subscribers are grouped by (claims fingerprint, options) — the manifest cache's key. Per new
+//! Subscribers are grouped by (claims key, options), the manifest cache's key: the claims
+//! projected onto the paths the current snapshot's policies and the admin rule read. Per new
 //! revision the hub computes each group's manifest once, diffs it once against the group's
 //! [`ManifestSummary`], encodes the `tools_changed` event once, and hands the same bytes to every
-//! member. Fan-out therefore costs one manifest per distinct group plus one `try_send` per
+//! member. Fan-out therefore costs one manifest per distinct group plus one queue push per
 //! connection.
 //!
-//! Backpressure: each member has a bounded channel. A member whose channel is full is not
-//! waited for; it is marked *lagged*, and its connection replaces whatever it missed with a
-//! fresh `tools` snapshot once its reader catches up. Nothing here ever blocks on a reader.
+//! When a revision changes *which* paths the policies read (a policy on `sid` appears), the
+//! grouping is no longer exact: members that shared a key may now differ at a path that is
+//! read. Each member keeps its own claims, so that fan-out regroups the members under the new
+//! keys, computes one manifest per new key and one diff per (old group, new key) pair: every
+//! member gets exactly the change to *its* manifest.
+//!
+//! Backpressure: each member has an [`Outbox`] bounded in bytes. A member whose outbox would
+//! go past its budget is not waited for; its queue is dropped and it is marked *lagged*, and
+//! its connection sends a fresh `tools` snapshot once its reader catches up. Nothing here ever
+//! blocks on a reader.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 
 use super::frame::{EventKind, encode};
+use super::outbox::{Outbox, Pushed};
 use crate::cache::CacheKey;
-use crate::domain::claims::Claims;
-use crate::domain::fingerprint::Fingerprint;
-use crate::domain::manifest::ManifestOptions;
+use crate::domain::claims::{ClaimPath, Claims};
+use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
 use crate::domain::snapshot::Snapshot;
 use crate::service::CatalogService;
@@ -51,16 +58,18 @@ pub enum SubscribeError {
 pub struct HubLimits {
     /// Concurrent streams per `sub`.
     pub max_streams_per_subject: usize,
-    /// Events buffered per connection before it counts as lagging.
-    pub buffer: usize,
+    /// Bytes of events queued per connection before it counts as lagging.
+    pub queue_bytes: usize,
 }
 
 /// All live subscriptions.
 pub struct StreamHub {
     state: Mutex<HubState>,
     limits: HubLimits,
+    /// The admin rule's paths: part of every claims key (see [`CacheKey::new`]).
+    admin_paths: Arc<[ClaimPath]>,
     next_id: AtomicU64,
-    /// Times a member was coalesced because its buffer was full.
+    /// Times a member's queue was dropped because it went past its budget.
     lagged: AtomicU64,
     /// Events written to streams, by [`EventKind::index`].
     sent: [AtomicU64; EventKind::ALL.len()],
@@ -69,6 +78,8 @@ pub struct StreamHub {
 #[derive(Default)]
 struct HubState {
     groups: HashMap<CacheKey, Group>,
+    /// The group each member is in now (members move when the read paths change).
+    member_keys: HashMap<u64, CacheKey>,
     per_subject: HashMap<Arc<str>, usize>,
     subscribers: usize,
     /// Set by [`StreamHub::close`]: no new subscriptions.
@@ -77,37 +88,40 @@ struct HubState {
 
 /// Subscribers of one manifest and the state their last event left them in.
 struct Group {
+    /// Claims of one member: equal to every member's at the paths the key was made from.
     claims: Arc<Claims>,
+    /// The paths the policies read at the snapshot the key was made at.
+    read_paths: Arc<[ClaimPath]>,
     summary: Arc<ManifestSummary>,
     members: HashMap<u64, Member>,
 }
 
 struct Member {
-    frames: mpsc::Sender<Arc<Frame>>,
-    lagged: Arc<AtomicBool>,
+    outbox: Arc<Outbox>,
+    /// The member's own claims, to regroup it when the read paths change.
+    claims: Arc<Claims>,
 }
 
 /// One connection's place in the hub. Dropping it (the connection closed) removes it.
 pub struct Subscription {
     hub: Arc<StreamHub>,
-    key: CacheKey,
     subject: Arc<str>,
     id: u64,
-    /// Events for this connection, in order.
-    pub frames: mpsc::Receiver<Arc<Frame>>,
-    /// Set when an event could not be buffered: the connection must resynchronise.
-    pub lagged: Arc<AtomicBool>,
-    /// The group's claims (equal to the connection's up to volatile claims).
+    /// Events for this connection, in order, bounded in bytes.
+    pub outbox: Arc<Outbox>,
+    /// The connection's own claims.
     pub claims: Arc<Claims>,
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut state = self.hub.lock();
-        if let Some(group) = state.groups.get_mut(&self.key) {
+        if let Some(key) = state.member_keys.remove(&self.id)
+            && let Some(group) = state.groups.get_mut(&key)
+        {
             group.members.remove(&self.id);
             if group.members.is_empty() {
-                state.groups.remove(&self.key);
+                state.groups.remove(&key);
             }
         }
         if let Some(count) = state.per_subject.get_mut(&self.subject) {
@@ -127,14 +141,37 @@ impl Subscription {
     }
 }
 
+/// One group's move to a new revision: from the group at `from`, the members `moving` (all of
+/// them when `None`) go to the key `to`.
+struct Job {
+    from: CacheKey,
+    previous: Arc<ManifestSummary>,
+    claims: Arc<Claims>,
+    /// Members with their own claims, when the read paths changed and the group must split.
+    regroup: Option<Vec<(u64, Arc<Claims>)>>,
+}
+
+/// A computed move, applied under the lock.
+struct Move {
+    from: CacheKey,
+    previous: Arc<ManifestSummary>,
+    to: CacheKey,
+    claims: Arc<Claims>,
+    summary: Arc<ManifestSummary>,
+    frame: Option<Arc<Frame>>,
+    /// `None`: every member, the key is unchanged.
+    members: Option<Vec<u64>>,
+}
+
 impl StreamHub {
-    pub fn new(limits: HubLimits) -> Arc<StreamHub> {
+    pub fn new(limits: HubLimits, admin_paths: &[ClaimPath]) -> Arc<StreamHub> {
         Arc::new(StreamHub {
             state: Mutex::new(HubState::default()),
             limits: HubLimits {
                 max_streams_per_subject: limits.max_streams_per_subject.max(1),
-                buffer: limits.buffer.max(1),
+                queue_bytes: limits.queue_bytes.max(1),
             },
+            admin_paths: Arc::from(admin_paths),
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
             sent: Default::default(),
@@ -159,10 +196,6 @@ impl StreamHub {
         options: ManifestOptions,
         catalog: &CatalogService,
     ) -> Result<(Subscription, Arc<Snapshot>), SubscribeError> {
-        let key = CacheKey {
-            fingerprint: Fingerprint::of(claims),
-            options,
-        };
         let mut state = self.lock();
         if state.closed {
             return Err(SubscribeError::ShuttingDown);
@@ -177,47 +210,54 @@ impl StreamHub {
             None => Arc::from(subject),
         };
         let snapshot = catalog.snapshot();
+        let key = CacheKey::new(&snapshot, &self.admin_paths, claims, options);
+        let claims = Arc::new(claims.clone());
         let group = state.groups.entry(key.clone()).or_insert_with(|| {
-            let manifest = snapshot.manifest(claims, &key.options);
+            let manifest = snapshot.manifest(&claims, &key.options);
             Group {
-                claims: Arc::new(claims.clone()),
+                claims: Arc::clone(&claims),
+                read_paths: Arc::from(snapshot.read_paths()),
                 summary: Arc::new(ManifestSummary::of(&manifest)),
                 members: HashMap::new(),
             }
         });
-        let (sender, frames) = mpsc::channel(self.limits.buffer);
-        let lagged = Arc::new(AtomicBool::new(false));
+        let outbox = Arc::new(Outbox::new(self.limits.queue_bytes));
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         group.members.insert(
             id,
             Member {
-                frames: sender,
-                lagged: Arc::clone(&lagged),
+                outbox: Arc::clone(&outbox),
+                claims: Arc::clone(&claims),
             },
         );
-        let claims = Arc::clone(&group.claims);
+        state.member_keys.insert(id, key);
         *state.per_subject.entry(Arc::clone(&subject)).or_insert(0) += 1;
         state.subscribers += 1;
         drop(state);
         let subscription = Subscription {
             hub: Arc::clone(self),
-            key,
             subject,
             id,
-            frames,
-            lagged,
+            outbox,
             claims,
         };
         Ok((subscription, snapshot))
     }
 
-    /// Ends every open stream (their event channels close, so each sends what it has and
-    /// finishes) and refuses new ones: what a graceful shutdown needs, since a stream never
-    /// finishes on its own.
+    /// Ends every open stream (each sends what it has queued and finishes) and refuses new
+    /// ones: what a graceful shutdown needs, since a stream never finishes on its own.
     pub fn close(&self) {
         let mut state = self.lock();
         state.closed = true;
+        for member in state
+            .groups
+            .values()
+            .flat_map(|group| group.members.values())
+        {
+            member.outbox.close();
+        }
         state.groups.clear();
+        state.member_keys.clear();
     }
 
     /// Open streams.
@@ -225,7 +265,7 @@ impl StreamHub {
         self.lock().subscribers
     }
 
-    /// Distinct (claims fingerprint, options) among open streams.
+    /// Distinct (claims key, options) among open streams.
     pub fn group_count(&self) -> usize {
         self.lock().groups.len()
     }
@@ -240,61 +280,95 @@ impl StreamHub {
         self.sent[kind.index()].load(Ordering::Relaxed)
     }
 
-    /// Brings every group to `snapshot`: one manifest, one diff and one encoded event per
-    /// group whose manifest changed, handed to each member without waiting for any.
+    /// Brings every group to `snapshot`: one manifest per (new) key, one diff and one encoded
+    /// event per group whose manifest changed, handed to each member without waiting for any.
     pub async fn fan_out(&self, snapshot: Arc<Snapshot>) {
         let revision = snapshot.revision();
-        let work: Vec<(CacheKey, Arc<Claims>, Arc<ManifestSummary>)> = self
+        let jobs: Vec<Job> = self
             .lock()
             .groups
             .iter()
             .filter(|(_, group)| group.summary.revision() < revision)
-            .map(|(key, group)| {
-                (
-                    key.clone(),
-                    Arc::clone(&group.claims),
-                    Arc::clone(&group.summary),
-                )
+            .map(|(key, group)| Job {
+                from: key.clone(),
+                previous: Arc::clone(&group.summary),
+                claims: Arc::clone(&group.claims),
+                regroup: (*group.read_paths != *snapshot.read_paths()).then(|| {
+                    group
+                        .members
+                        .iter()
+                        .map(|(&id, member)| (id, Arc::clone(&member.claims)))
+                        .collect()
+                }),
             })
             .collect();
-        if work.is_empty() {
+        if jobs.is_empty() {
             return;
         }
         // Manifests are CPU work proportional to the catalog: keep them off the I/O threads.
-        let computed = tokio::task::spawn_blocking(move || {
-            work.into_iter()
-                .map(|(key, claims, previous)| {
-                    let update = next_state(&snapshot, &key, &claims, &previous);
-                    (key, previous, update)
-                })
-                .collect::<Vec<_>>()
-        })
-        .await;
-        let computed = match computed {
-            Ok(computed) => computed,
+        let admin_paths = Arc::clone(&self.admin_paths);
+        let new_paths: Arc<[ClaimPath]> = Arc::from(snapshot.read_paths());
+        let computed =
+            tokio::task::spawn_blocking(move || plan(&snapshot, &admin_paths, jobs)).await;
+        let moves = match computed {
+            Ok(moves) => moves,
             Err(error) => {
                 tracing::error!(%error, revision, "the stream fan-out failed");
                 return;
             }
         };
         let mut state = self.lock();
-        for (key, previous, (summary, frame)) in computed {
-            let Some(group) = state.groups.get_mut(&key) else {
-                continue; // everyone left meanwhile
-            };
-            if !Arc::ptr_eq(&group.summary, &previous) {
-                continue; // the group was re-created at a newer revision meanwhile
-            }
-            group.summary = summary;
-            let Some(frame) = frame else { continue };
-            for member in group.members.values() {
-                if let Err(mpsc::error::TrySendError::Full(_)) =
-                    member.frames.try_send(Arc::clone(&frame))
-                {
-                    member.lagged.store(true, Ordering::Release);
-                    self.lagged.fetch_add(1, Ordering::Relaxed);
+        for step in moves {
+            self.apply(&mut state, step, &new_paths);
+        }
+    }
+
+    fn apply(&self, state: &mut HubState, step: Move, new_paths: &Arc<[ClaimPath]>) {
+        let Some(group) = state.groups.get_mut(&step.from) else {
+            return; // everyone left meanwhile
+        };
+        if !Arc::ptr_eq(&group.summary, &step.previous) {
+            return; // the group was re-created at a newer revision meanwhile
+        }
+        let Some(ids) = step.members else {
+            group.summary = step.summary;
+            if let Some(frame) = &step.frame {
+                for member in group.members.values() {
+                    self.deliver(member, frame);
                 }
             }
+            return;
+        };
+        let moving: Vec<(u64, Member)> = ids
+            .into_iter()
+            .filter_map(|id| group.members.remove(&id).map(|member| (id, member)))
+            .collect();
+        if group.members.is_empty() {
+            state.groups.remove(&step.from);
+        }
+        if let Some(frame) = &step.frame {
+            for (_, member) in &moving {
+                self.deliver(member, frame);
+            }
+        }
+        let target = state
+            .groups
+            .entry(step.to.clone())
+            .or_insert_with(|| Group {
+                claims: step.claims,
+                read_paths: Arc::clone(new_paths),
+                summary: step.summary,
+                members: HashMap::new(),
+            });
+        for (id, member) in moving {
+            target.members.insert(id, member);
+            state.member_keys.insert(id, step.to.clone());
+        }
+    }
+
+    fn deliver(&self, member: &Member, frame: &Arc<Frame>) {
+        if member.outbox.push(Arc::clone(frame)) == Pushed::Lagged {
+            self.lagged.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -318,20 +392,62 @@ impl StreamHub {
     }
 }
 
-/// A group's summary at `snapshot`, and the event to send when its etag moved.
-fn next_state(
-    snapshot: &Snapshot,
-    key: &CacheKey,
-    claims: &Claims,
-    previous: &ManifestSummary,
-) -> (Arc<ManifestSummary>, Option<Arc<Frame>>) {
-    let manifest = snapshot.manifest(claims, &key.options);
-    let summary = Arc::new(ManifestSummary::of(&manifest));
-    if summary.etag() == previous.etag() {
-        return (summary, None);
+/// The moves that bring `jobs` to `snapshot`: one manifest per distinct new key, one diff per
+/// (old group, new key).
+fn plan(snapshot: &Snapshot, admin_paths: &[ClaimPath], jobs: Vec<Job>) -> Vec<Move> {
+    let mut manifests: HashMap<CacheKey, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
+    let mut moves = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        // (new key, claims of the key, members moving there or all of them)
+        let targets: Vec<(CacheKey, Arc<Claims>, Option<Vec<u64>>)> = match job.regroup {
+            None => vec![(job.from.clone(), Arc::clone(&job.claims), None)],
+            Some(members) => {
+                let mut split: HashMap<CacheKey, (Arc<Claims>, Vec<u64>)> = HashMap::new();
+                for (id, claims) in members {
+                    let key =
+                        CacheKey::new(snapshot, admin_paths, &claims, job.from.options.clone());
+                    split
+                        .entry(key)
+                        .or_insert_with(|| (claims, Vec::new()))
+                        .1
+                        .push(id);
+                }
+                split
+                    .into_iter()
+                    .map(|(key, (claims, ids))| (key, claims, Some(ids)))
+                    .collect()
+            }
+        };
+        for (to, claims, members) in targets {
+            let (manifest, summary) = manifests.entry(to.clone()).or_insert_with(|| {
+                let manifest = snapshot.manifest(&claims, &to.options);
+                let summary = Arc::new(ManifestSummary::of(&manifest));
+                (manifest, summary)
+            });
+            let frame = (summary.etag() != job.previous.etag())
+                .then(|| change_frame(&job.previous, manifest, summary));
+            moves.push(Move {
+                from: job.from.clone(),
+                previous: Arc::clone(&job.previous),
+                to,
+                claims,
+                summary: Arc::clone(summary),
+                frame,
+                members,
+            });
+        }
     }
-    let diff = ManifestDiff::between(previous, &manifest);
-    let frame = Frame {
+    moves
+}
+
+/// The `tools_changed` event from `previous` to `manifest`.
+fn change_frame(
+    previous: &ManifestSummary,
+    manifest: &Manifest<'_>,
+    summary: &ManifestSummary,
+) -> Arc<Frame> {
+    let diff = ManifestDiff::between(previous, manifest);
+    Arc::new(Frame {
         from: Arc::clone(previous.etag()),
         to: Arc::clone(summary.etag()),
         bytes: encode(
@@ -339,6 +455,5 @@ fn next_state(
             Some(manifest.etag()),
             &diff.to_json(),
         ),
-    };
-    (summary, Some(Arc::new(frame)))
+    })
 }

@@ -1,13 +1,14 @@
 //! Live manifests: `GET /agents/tools/stream` subscriptions and the fan-out of catalog changes.
 //!
-//! [`hub::StreamHub`] groups open streams by (claims fingerprint, options) and turns each new
-//! revision into at most one encoded event per group; [`connection::Connection`] is one open
-//! stream (first event, shared events, pings, resync after lagging, token expiry);
-//! [`frame`] writes SSE bytes.
+//! [`hub::StreamHub`] groups open streams by (claims key, options) and turns each new revision
+//! into at most one encoded event per group; [`outbox::Outbox`] is one stream's queue, bounded
+//! in bytes; [`connection::Connection`] is one open stream (first event, shared events, pings,
+//! resync after lagging, token expiry); [`frame`] writes SSE bytes.
 
 pub mod connection;
 pub mod frame;
 pub mod hub;
+pub mod outbox;
 
 pub use connection::{Connection, Opening, Render};
 pub use hub::{HubLimits, StreamHub, SubscribeError, Subscription};

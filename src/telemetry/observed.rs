@@ -9,6 +9,7 @@ use opentelemetry::metrics::Meter;
 
 use super::striped::StripedCounter;
 use crate::cache::ManifestCache;
+use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
 use crate::service::CatalogService;
 use crate::stream::StreamHub;
@@ -21,6 +22,7 @@ pub struct Observed {
     pub hub: Weak<StreamHub>,
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
+    pub shared: Option<Weak<SharedCache>>,
 }
 
 /// The reference design's counters, counted on the hot path and observed at collection.
@@ -81,6 +83,7 @@ pub(super) fn register(meter: &Meter, gateway: Observed) {
         hub,
         catalog,
         redis,
+        shared,
     } = gateway;
     meter
         .u64_observable_counter("toolgate.manifest_cache.lookups")
@@ -138,6 +141,20 @@ pub(super) fn register(meter: &Meter, gateway: Observed) {
         .build();
     if let Some(redis) = redis {
         observe_redis(meter, redis);
+    }
+    if let Some(shared) = shared {
+        meter
+            .u64_observable_counter("toolgate.redis.rejected_entries")
+            .with_description(
+                "Shared access entries ignored because they were unreadable or failed the \
+                 integrity check (tampering, or an instance with another secret)",
+            )
+            .with_callback(move |observer| {
+                if let Some(shared) = shared.upgrade() {
+                    observer.observe(shared.rejected_count(), &[]);
+                }
+            })
+            .build();
     }
 }
 

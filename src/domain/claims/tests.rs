@@ -576,3 +576,77 @@ fn operator_names_round_trip() {
         assert_eq!(op.name(), name);
     }
 }
+
+#[test]
+fn only_json_number_syntax_parses_as_a_number() {
+    for (text, number) in [
+        ("2", true),
+        ("-2", true),
+        ("0", true),
+        ("-0", true),
+        ("2.5", true),
+        ("1e3", true),
+        ("1E+3", true),
+        ("2.5e-1", true),
+        ("+2", false),
+        ("02", false),
+        ("-02", false),
+        (".5", false),
+        ("2.", false),
+        ("2.e1", false),
+        ("1e", false),
+        ("1e+", false),
+        (" 2", false),
+        ("2 ", false),
+        ("-", false),
+        ("", false),
+        ("inf", false),
+        ("NaN", false),
+        ("0x10", false),
+        ("1_000", false),
+    ] {
+        assert_eq!(is_json_number(text), number, "{text:?}");
+    }
+    // Through the operators: a string claim that is not a JSON number never compares as one…
+    let path = ClaimPath::parse("n").expect("valid path");
+    for (claim, holds) in [("2", true), ("+2", false), ("02", false), ("2.", false)] {
+        let claims = json!({"n": claim}).as_object().expect("object").clone();
+        for (operator, value) in [("gte", json!(2)), ("lt", json!(3))] {
+            let matcher = ClaimMatcher {
+                json_path: "n".to_owned(),
+                operator: operator.to_owned(),
+                value,
+            };
+            let compiled = CompiledMatcher::compile(&matcher).expect("valid matcher");
+            assert_eq!(
+                compiled.matches(path.resolve(&claims)),
+                holds,
+                "{claim:?} {operator}"
+            );
+        }
+    }
+    // …and a number claim equals only a string value that is a JSON number.
+    let claims = json!({"n": 2}).as_object().expect("object").clone();
+    for (value, holds) in [
+        ("2", true),
+        ("+2", false),
+        ("02", false),
+        ("2.", false),
+        (" 2", false),
+    ] {
+        let matcher = ClaimMatcher {
+            json_path: "n".to_owned(),
+            operator: "equals".to_owned(),
+            value: json!(value),
+        };
+        let compiled = CompiledMatcher::compile(&matcher).expect("valid matcher");
+        assert_eq!(compiled.matches(path.resolve(&claims)), holds, "{value:?}");
+    }
+    // And a matcher value written so is refused when the policy is written.
+    let matcher = ClaimMatcher {
+        json_path: "n".to_owned(),
+        operator: "gt".to_owned(),
+        value: json!("+2"),
+    };
+    assert!(CompiledMatcher::compile(&matcher).is_err());
+}
