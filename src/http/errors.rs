@@ -26,6 +26,8 @@ pub enum ApiError {
     /// An id or name clash: 409, with field errors when there are some.
     Conflict(String, Vec<FieldError>),
     NotFound(String),
+    /// The path is known but not with this method: 405 (the router adds `Allow`).
+    MethodNotAllowed(String),
     PayloadTooLarge(usize),
     Unauthorized(AuthError),
     Forbidden(String),
@@ -83,6 +85,11 @@ impl ApiError {
             ),
             ApiError::Conflict(..) => (StatusCode::CONFLICT, "conflict", "Conflict"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
+            ApiError::MethodNotAllowed(_) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+            ),
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
@@ -113,6 +120,7 @@ impl ApiError {
         match self {
             ApiError::Malformed(detail)
             | ApiError::NotFound(detail)
+            | ApiError::MethodNotAllowed(detail)
             | ApiError::Forbidden(detail)
             | ApiError::BadGateway(detail)
             | ApiError::Unavailable(detail)
