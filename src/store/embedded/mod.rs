@@ -103,7 +103,16 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || work(&db))
             .await
             .map_err(|error| {
-                StoreError::Unavailable(format!("a catalog store operation failed: {error}"))
+                if error.is_panic() {
+                    // redb panics on a file damaged outside redb (see `Database::open`): a
+                    // corrupt store, answered as an internal error, the panic only logged.
+                    StoreError::Corrupt(format!("a catalog store operation panicked: {error}"))
+                } else {
+                    StoreError::Unavailable(
+                        "a catalog store operation was cancelled: the server is shutting down"
+                            .to_owned(),
+                    )
+                }
             })?
     }
 }
