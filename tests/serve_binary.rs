@@ -145,3 +145,74 @@ impl JsonOrPanic for reqwest::Response {
         serde_json::from_slice(&bytes).expect("JSON body")
     }
 }
+
+/// Starts `toolgate serve --data-dir DATA_DIR [extra…]` expecting it to refuse to start: asserts
+/// a failing exit within 30 s and returns what it wrote on stderr.
+fn refused_start(data_dir: &std::path::Path, extra: &[&str]) -> String {
+    let logs = tempfile::tempdir().expect("temp dir");
+    let log = logs.path().join("stderr.log");
+    let mut command = Process::serve_command(data_dir, extra);
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"));
+    let mut child = command.spawn().expect("the binary starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "toolgate started instead of refusing; its log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&log).expect("read the log");
+    assert!(!status.success(), "exits non-zero; log:\n{stderr}");
+    stderr
+}
+
+#[test]
+fn a_zero_byte_or_garbage_store_file_stops_the_start_even_with_a_seed() {
+    for (name, contents) in [
+        ("zero bytes", Vec::new()),
+        ("garbage", b"garbage".repeat(500)),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join(toolgate::store::embedded::FILE_NAME);
+        std::fs::write(&file, &contents).expect("write the store file");
+        let stderr = refused_start(dir.path(), &["--seed", "config/demo-catalog.yaml"]);
+        assert!(
+            stderr.contains(&file.display().to_string()),
+            "{name}: the message names the file:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("is not a valid toolgate store") && stderr.contains("backup"),
+            "{name}: the message says what is wrong and what to do:\n{stderr}"
+        );
+        assert_eq!(
+            std::fs::read(&file).expect("read"),
+            contents,
+            "{name}: the file is left as it was"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_missing_data_dir_is_created_and_seeded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data_dir = dir.path().join("not").join("yet");
+    let process = Process::serve(&data_dir, &["--seed", "config/demo-catalog.yaml"]);
+    let (status, audit) = send(&process.base, reqwest::Method::GET, "/admin/audit", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(audit["count"], json!(1), "the seed");
+    assert!(
+        data_dir
+            .join(toolgate::store::embedded::FILE_NAME)
+            .is_file()
+    );
+}

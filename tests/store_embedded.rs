@@ -146,3 +146,92 @@ fn a_file_that_is_not_a_database_is_refused() {
         other => panic!("expected an error, got {other:?}"),
     }
 }
+
+/// The message of a refused store file, which must name it and say what to do.
+fn refusal(result: Result<EmbeddedStore, StoreError>) -> String {
+    match result {
+        Err(StoreError::Corrupt(message)) => {
+            assert!(message.contains(FILE_NAME), "{message}");
+            assert!(
+                message.contains("is not a valid toolgate store"),
+                "{message}"
+            );
+            assert!(message.contains("Restore it from a backup"), "{message}");
+            message
+        }
+        other => panic!("expected the file to be refused as Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_zero_byte_store_file_is_refused_not_taken_for_a_new_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(FILE_NAME);
+    std::fs::write(&path, b"").expect("an empty file");
+    let message = refusal(EmbeddedStore::open(dir.path()));
+    assert!(message.contains("empty (0 bytes)"), "{message}");
+    assert_eq!(std::fs::metadata(&path).expect("still there").len(), 0);
+}
+
+#[test]
+fn a_garbage_store_file_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(FILE_NAME);
+    let garbage = b"not a database\n".repeat(1000);
+    std::fs::write(&path, &garbage).expect("write");
+    let message = refusal(EmbeddedStore::open(dir.path()));
+    assert!(
+        message.contains("not a readable redb database"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(&path).expect("read"), garbage);
+}
+
+#[test]
+fn a_redb_file_without_toolgate_tables_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let db = redb::Database::create(dir.path().join(FILE_NAME)).expect("create");
+        let txn = db.begin_write().expect("write");
+        let other: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("other");
+        txn.open_table(other)
+            .expect("other")
+            .insert("x", 1)
+            .expect("insert");
+        txn.commit().expect("commit");
+    }
+    let message = refusal(EmbeddedStore::open(dir.path()));
+    assert!(message.contains("without toolgate's tables"), "{message}");
+}
+
+#[test]
+fn a_directory_in_place_of_the_store_file_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join(FILE_NAME)).expect("mkdir");
+    let message = refusal(EmbeddedStore::open(dir.path()));
+    assert!(message.contains("not a regular file"), "{message}");
+}
+
+#[tokio::test]
+async fn a_missing_store_file_is_created_with_nothing_left_over() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nested = dir.path().join("missing").join("data");
+    let store = EmbeddedStore::open(&nested).expect("a new store where nothing exists");
+    assert_eq!(store.revision().await.expect("revision"), 0);
+    let mut names: Vec<String> = std::fs::read_dir(&nested)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, [FILE_NAME]);
+    drop(store);
+    // Reopened: the same store, accepted.
+    let reopened = EmbeddedStore::open(&nested).expect("reopen");
+    assert_eq!(reopened.revision().await.expect("revision"), 0);
+}

@@ -47,6 +47,8 @@ PY
 
 export TOOLGATE_JWT_SECRET=sse-benchmark-secret-of-32-bytes!!
 export TOOLGATE_LOG_LEVEL=warn
+# One connection per subscriber, plus the admin write and the metrics reads.
+export TOOLGATE_MAX_CONNECTIONS=$((SUBSCRIBERS + 1000))
 # Every claim set holds SUBSCRIBERS / CLAIM_SETS streams of one subject.
 export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
 # Every subject opens all its streams at once: let the stream-open rate limit allow that burst.

@@ -32,6 +32,9 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_SSE_PING_SECS",
     "TOOLGATE_REVISION_POLL_SECS",
     "TOOLGATE_MAX_STREAMS_PER_SUBJECT",
+    "TOOLGATE_IDLE_TIMEOUT_SECS",
+    "TOOLGATE_HEADER_TIMEOUT_SECS",
+    "TOOLGATE_MAX_CONNECTIONS",
     "TOOLGATE_LOG_FORMAT",
     "TOOLGATE_LOG_LEVEL",
     "TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC",
@@ -112,6 +115,9 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         sse_ping_secs: positive("TOOLGATE_SSE_PING_SECS")?,
         revision_poll_secs: positive("TOOLGATE_REVISION_POLL_SECS")?,
         max_streams_per_subject: positive("TOOLGATE_MAX_STREAMS_PER_SUBJECT")?,
+        idle_timeout_secs: positive("TOOLGATE_IDLE_TIMEOUT_SECS")?,
+        header_timeout_secs: positive("TOOLGATE_HEADER_TIMEOUT_SECS")?,
+        max_connections: positive("TOOLGATE_MAX_CONNECTIONS")?,
         log_format: env
             .get("TOOLGATE_LOG_FORMAT")
             .map(|t| layer::log_format("TOOLGATE_LOG_FORMAT", t))

@@ -60,6 +60,9 @@ struct HttpSection {
     body_limit_bytes: Option<u64>,
     sse_ping_secs: Option<u64>,
     max_streams_per_subject: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    header_timeout_secs: Option<u64>,
+    max_connections: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -167,6 +170,9 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             "http.max_streams_per_subject",
             file.http.max_streams_per_subject,
         )?,
+        idle_timeout_secs: positive("http.idle_timeout_secs", file.http.idle_timeout_secs)?,
+        header_timeout_secs: positive("http.header_timeout_secs", file.http.header_timeout_secs)?,
+        max_connections: positive("http.max_connections", file.http.max_connections)?,
         log_format: non_empty(file.log.format)
             .map(|text| layer::log_format(&named("log.format"), &text))
             .transpose()?,

@@ -35,6 +35,9 @@ pub(super) struct Layer {
     pub sse_ping_secs: Option<u64>,
     pub revision_poll_secs: Option<u64>,
     pub max_streams_per_subject: Option<u64>,
+    pub idle_timeout_secs: Option<u64>,
+    pub header_timeout_secs: Option<u64>,
+    pub max_connections: Option<u64>,
     pub log_format: Option<LogFormat>,
     pub log_level: Option<String>,
     pub otlp_endpoint: Option<String>,
@@ -86,6 +89,9 @@ impl Layer {
             max_streams_per_subject: higher
                 .max_streams_per_subject
                 .or(self.max_streams_per_subject),
+            idle_timeout_secs: higher.idle_timeout_secs.or(self.idle_timeout_secs),
+            header_timeout_secs: higher.header_timeout_secs.or(self.header_timeout_secs),
+            max_connections: higher.max_connections.or(self.max_connections),
             log_format: higher.log_format.or(self.log_format),
             log_level: higher.log_level.or(self.log_level),
             otlp_endpoint: higher.otlp_endpoint.or(self.otlp_endpoint),

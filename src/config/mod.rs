@@ -57,6 +57,11 @@ pub const DEFAULT_SSE_PING_SECS: u64 = 15;
 pub const DEFAULT_REVISION_POLL_SECS: u64 = 5;
 /// Default cap on concurrent SSE streams per token subject.
 pub const DEFAULT_MAX_STREAMS_PER_SUBJECT: u64 = 16;
+/// Default time after which a connection (HTTP/1 or HTTP/2) with no exchange in flight is
+/// closed, in seconds. Each idle connection holds a file descriptor; clients reconnect.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
+/// Default time a client has to send its request head (HTTP/1) or preface (HTTP/2), seconds.
+pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 30;
 /// Default log filter.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 /// Default `service.name` of exported traces and metrics.
@@ -143,6 +148,12 @@ pub struct Settings {
     pub revision_poll: Duration,
     /// Concurrent SSE streams allowed per token subject.
     pub max_streams_per_subject: usize,
+    /// A connection with no exchange in flight for this long is closed.
+    pub idle_timeout: Duration,
+    /// How long a client may take to send its request head or HTTP/2 preface.
+    pub header_timeout: Duration,
+    /// Connections open at once; `None`: derived from the open-file limit at start.
+    pub max_connections: Option<usize>,
     /// Text or JSON log lines.
     pub log_format: LogFormat,
     /// `tracing` filter directives, already checked (e.g. `info`, `toolgate=debug,info`).
@@ -253,6 +264,15 @@ impl Settings {
                     .max_streams_per_subject
                     .unwrap_or(DEFAULT_MAX_STREAMS_PER_SUBJECT),
             ),
+            idle_timeout: Duration::from_secs(
+                layer.idle_timeout_secs.unwrap_or(DEFAULT_IDLE_TIMEOUT_SECS),
+            ),
+            header_timeout: Duration::from_secs(
+                layer
+                    .header_timeout_secs
+                    .unwrap_or(DEFAULT_HEADER_TIMEOUT_SECS),
+            ),
+            max_connections: layer.max_connections.map(saturating_usize),
             log_format: layer.log_format.unwrap_or_default(),
             log_level: layer
                 .log_level

@@ -128,6 +128,55 @@ streams_burst = 0
 }
 
 #[test]
+fn connection_limits_come_from_file_and_environment() {
+    let defaults = load(&Overrides::default(), &env(&[])).expect("defaults load");
+    assert_eq!(defaults.idle_timeout, Duration::from_secs(30));
+    assert_eq!(defaults.header_timeout, Duration::from_secs(30));
+    assert_eq!(
+        defaults.max_connections, None,
+        "derived from the file limit"
+    );
+
+    let (_dir, path) = toml_file(
+        r#"
+        [http]
+        idle_timeout_secs = 5
+        header_timeout_secs = 7
+        max_connections = 300
+        "#,
+    );
+    let from_file = load(&with_config(&path), &env(&[])).expect("file loads");
+    assert_eq!(from_file.idle_timeout, Duration::from_secs(5));
+    assert_eq!(from_file.header_timeout, Duration::from_secs(7));
+    assert_eq!(from_file.max_connections, Some(300));
+
+    let from_env = load(
+        &with_config(&path),
+        &env(&[
+            ("TOOLGATE_IDLE_TIMEOUT_SECS", "2"),
+            ("TOOLGATE_HEADER_TIMEOUT_SECS", "3"),
+            ("TOOLGATE_MAX_CONNECTIONS", "40"),
+        ]),
+    )
+    .expect("environment loads");
+    assert_eq!(from_env.idle_timeout, Duration::from_secs(2));
+    assert_eq!(from_env.header_timeout, Duration::from_secs(3));
+    assert_eq!(from_env.max_connections, Some(40));
+    assert!(from_env.warnings.is_empty(), "{:?}", from_env.warnings);
+
+    for name in [
+        "TOOLGATE_IDLE_TIMEOUT_SECS",
+        "TOOLGATE_HEADER_TIMEOUT_SECS",
+        "TOOLGATE_MAX_CONNECTIONS",
+    ] {
+        let error = load(&Overrides::default(), &env(&[(name, "0")]))
+            .expect_err("0 is refused")
+            .to_string();
+        assert!(error.contains(name), "{error}");
+    }
+}
+
+#[test]
 fn otlp_export_is_set_by_the_standard_variables() {
     let settings = load(
         &Overrides::default(),

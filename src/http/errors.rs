@@ -26,6 +26,8 @@ pub enum ApiError {
     /// An id or name clash: 409, with field errors when there are some.
     Conflict(String, Vec<FieldError>),
     NotFound(String),
+    /// The path is known but not with this method: 405 (the router adds `Allow`).
+    MethodNotAllowed(String),
     PayloadTooLarge(usize),
     Unauthorized(AuthError),
     Forbidden(String),
@@ -83,6 +85,11 @@ impl ApiError {
             ),
             ApiError::Conflict(..) => (StatusCode::CONFLICT, "conflict", "Conflict"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
+            ApiError::MethodNotAllowed(_) => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+            ),
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
@@ -113,6 +120,7 @@ impl ApiError {
         match self {
             ApiError::Malformed(detail)
             | ApiError::NotFound(detail)
+            | ApiError::MethodNotAllowed(detail)
             | ApiError::Forbidden(detail)
             | ApiError::BadGateway(detail)
             | ApiError::Unavailable(detail)
@@ -227,6 +235,7 @@ impl From<WriteError> for ApiError {
             WriteError::Conflict(detail, errors) => ApiError::Conflict(detail, errors),
             WriteError::Contended => ApiError::Conflict(error.to_string(), Vec::new()),
             WriteError::Store(error) => error.into(),
+            WriteError::Internal(message) => ApiError::Internal(message),
         }
     }
 }
@@ -254,6 +263,58 @@ impl From<crate::service::RefreshError> for ApiError {
             RefreshError::NotFound(_) => ApiError::NotFound(error.to_string()),
             RefreshError::Ingest(error) => error.into(),
             RefreshError::Write(error) => error.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
+            .await
+            .expect("body");
+        String::from_utf8(bytes.to_vec()).expect("UTF-8")
+    }
+
+    /// A panic while preparing or committing a write is a bug: 500 with nothing from the panic
+    /// in the body, whatever layer reported it.
+    #[tokio::test]
+    async fn internal_failures_are_500_with_a_generic_body() {
+        let secret = "panicked at src/domain/validate.rs:42: index out of bounds";
+        let cases = [
+            (
+                "write task",
+                ApiError::from(WriteError::Internal(secret.to_owned())),
+            ),
+            (
+                "corrupt store",
+                ApiError::from(WriteError::Store(StoreError::Corrupt(secret.to_owned()))),
+            ),
+            ("internal", ApiError::Internal(secret.to_owned())),
+        ];
+        for (name, error) in cases {
+            let response = error.into_response();
+            assert_eq!(
+                response.status(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "case: {name}"
+            );
+            assert_eq!(
+                response.headers().get(header::CONTENT_TYPE),
+                Some(&HeaderValue::from_static("application/problem+json")),
+                "case: {name}"
+            );
+            let body = body_of(response).await;
+            let problem: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+            assert_eq!(
+                problem["type"], "urn:toolgate:problem:internal",
+                "case: {name}"
+            );
+            for leak in ["panicked", "validate.rs", "index out of bounds"] {
+                assert!(!body.contains(leak), "case: {name}: {body}");
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::HeaderValue;
 use axum::http::header::{AUTHORIZATION, IF_NONE_MATCH};
 use axum::http::request::Parts;
+use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 
 use super::AppState;
@@ -49,9 +50,16 @@ impl FromRequestParts<AppState> for Agent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = parts
-            .headers
-            .get(AUTHORIZATION)
+        let mut values = parts.headers.get_all(AUTHORIZATION).iter();
+        let header = values.next();
+        if values.next().is_some() {
+            // Two credentials: taking either one would let a proxy and the gateway disagree on
+            // who is calling. Fail closed.
+            return Err(ApiError::Malformed(
+                "the request has more than one Authorization header; send exactly one".to_owned(),
+            ));
+        }
+        let header = header
             .map(|value| {
                 value
                     .to_str()
@@ -123,10 +131,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = state.body_limit;
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        let bytes = read_body(request, state.body_limit).await?;
         parse_json(&bytes).map(JsonBody)
     }
 }
@@ -138,10 +143,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = state.body_limit;
-        let bytes = axum::body::to_bytes(request.into_body(), limit)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge(limit))?;
+        let bytes = read_body(request, state.body_limit).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(None));
         }
@@ -149,8 +151,65 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJsonBody<T> {
     }
 }
 
+/// The whole body, at most `limit` bytes. Only a body over the limit is 413: one that cannot be
+/// read (bad chunked encoding, shorter than its `Content-Length`, the connection cut) is the
+/// client's malformed request, 400, with the reason the HTTP layer gives.
+async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(request.into_body(), limit)
+        .await
+        .map_err(|error| {
+            let error = error.into_inner();
+            if error.is::<http_body_util::LengthLimitError>() {
+                return ApiError::PayloadTooLarge(limit);
+            }
+            ApiError::Malformed(format!(
+                "could not read the request body: {}",
+                error_chain(error.as_ref())
+            ))
+        })
+}
+
+/// An error and its causes, outermost first: hyper's own message ("error reading a body from
+/// connection") says little without the cause ("invalid chunk size line").
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Wrappers (axum's error) repeat their inner error's message.
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Parses JSON, classifying errors as malformed (400) or invalid (422, with the field path).
+///
+/// The syntax of the whole body is checked first, so that malformed JSON is 400 whatever its
+/// content would have been: the body is one JSON value, and anything but whitespace after it
+/// is malformed (a client that sent two documents learns that neither was taken, rather than
+/// having the first one applied).
 pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::Malformed(
+            "the request body is empty; a JSON document is expected".into(),
+        ));
+    }
+    let syntax = &mut serde_json::Deserializer::from_slice(bytes);
+    serde::de::IgnoredAny::deserialize(&mut *syntax).map_err(|error| {
+        ApiError::Malformed(format!("the request body is not valid JSON: {error}"))
+    })?;
+    syntax.end().map_err(|error| {
+        ApiError::Malformed(format!(
+            "the request body is not valid JSON: trailing data after the JSON value at line {} \
+             column {}",
+            error.line(),
+            error.column()
+        ))
+    })?;
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -163,9 +222,6 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
                     message: strip_position(&inner.to_string()),
                     kind: ErrorKind::Invalid,
                 }])
-            }
-            _ if bytes.is_empty() => {
-                ApiError::Malformed("the request body is empty; a JSON document is expected".into())
             }
             _ => ApiError::Malformed(format!("the request body is not valid JSON: {inner}")),
         }
@@ -187,6 +243,9 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if let Some(query) = parts.uri.query() {
+            require_utf8_query(query)?;
+        }
         Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map(|Query(pairs)| QueryPairs(pairs))
@@ -194,6 +253,33 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
                 ApiError::Malformed(format!("malformed query string: {rejection}"))
             })
     }
+}
+
+/// Refuses a query string whose names or values are not UTF-8 once percent-decoded (`%FF`):
+/// the form decoder would replace the bytes with U+FFFD, and a filter the client did not write
+/// would be applied silently.
+fn require_utf8_query(query: &str) -> Result<(), ApiError> {
+    for (index, pair) in query.split('&').enumerate() {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let Ok(name) = decoded(name) else {
+            return Err(ApiError::Malformed(format!(
+                "malformed query string: the name of query parameter {} is not valid UTF-8 \
+                 after percent-decoding",
+                index + 1
+            )));
+        };
+        if decoded(value).is_err() {
+            return Err(ApiError::Malformed(format!(
+                "malformed query string: the value of query parameter `{name}` is not valid \
+                 UTF-8 after percent-decoding"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn decoded(text: &str) -> Result<std::borrow::Cow<'_, str>, std::str::Utf8Error> {
+    percent_encoding::percent_decode_str(text).decode_utf8()
 }
 
 /// The `If-None-Match` header values, if any: what a conditional read needs, taken without

@@ -74,6 +74,16 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
     ApiError::NotFound(format!("no route for {}", uri.path())).into_response()
 }
 
+/// A known path asked with a method it does not have. The router adds the `Allow` header to
+/// this answer; without this handler its 405 would have an empty body.
+pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    ApiError::MethodNotAllowed(format!(
+        "{} does not accept {method}; the Allow header lists the methods it does",
+        uri.path()
+    ))
+    .into_response()
+}
+
 /// A panic is a bug: log it, answer a generic 500, keep serving.
 pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
     let message = panic

@@ -22,6 +22,35 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use super::REQUEST_ID;
 use crate::telemetry::otel;
 
+/// The longest request id kept from a client; a longer one is replaced.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Keeps the client's `x-request-id` only when it is one short, plain token
+/// (`[A-Za-z0-9._:-]`, 1 to [`MAX_REQUEST_ID_LEN`] bytes); otherwise removes it, so that a
+/// fresh id is generated. The id is echoed, logged and stored in audit records: an
+/// unbounded or arbitrary value would let a client bloat them, forge log lines or smuggle
+/// markup into whatever displays them. Several ids on one request are removed too.
+pub fn keep_plain_request_id<B>(mut request: Request<B>) -> Request<B> {
+    let headers = request.headers_mut();
+    let mut values = headers.get_all(&REQUEST_ID).iter();
+    let plain = match (values.next(), values.next()) {
+        (Some(value), None) => is_plain_request_id(value.as_bytes()),
+        (None, _) => return request,
+        (Some(_), Some(_)) => false,
+    };
+    if !plain {
+        headers.remove(&REQUEST_ID);
+    }
+    request
+}
+
+fn is_plain_request_id(id: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID_LEN).contains(&id.len())
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':'))
+}
+
 /// The tracing layer of the router: [`RequestSpan`] per request, [`Finished`] per response.
 pub type RequestTraceLayer =
     TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, Finished>;
@@ -92,5 +121,40 @@ impl<B> OnResponse<B> for Finished {
             latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             "request answered"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_short_plain_request_ids_are_kept() {
+        let cases: &[(&str, &[u8], bool)] = &[
+            ("uuid", b"0b7c3a52-4f8e-4d1c-9a57-1b2c3d4e5f60", true),
+            ("dots colons underscores", b"req.42:a_b", true),
+            ("longest", &[b'a'; MAX_REQUEST_ID_LEN], true),
+            ("too long", &[b'a'; MAX_REQUEST_ID_LEN + 1], false),
+            ("empty", b"", false),
+            ("space", b"two words", false),
+            ("markup", b"<b>", false),
+            ("quote", b"a\"b", false),
+            ("non-ascii", "caf\u{e9}".as_bytes(), false),
+            ("tab", b"a\tb", false),
+        ];
+        for (name, id, kept) in cases {
+            assert_eq!(is_plain_request_id(id), *kept, "case: {name}");
+        }
+    }
+
+    #[test]
+    fn two_request_ids_are_both_removed() {
+        let request = Request::builder()
+            .header(&REQUEST_ID, "a")
+            .header(&REQUEST_ID, "b")
+            .body(())
+            .expect("request");
+        let request = keep_plain_request_id(request);
+        assert!(request.headers().get(&REQUEST_ID).is_none());
     }
 }

@@ -1,5 +1,12 @@
-//! The accept loop: TCP connections served by hyper with the gateway's router, and a graceful
-//! shutdown that waits for in-flight requests.
+//! The accept loop: TCP connections served by hyper with the gateway's router, held to
+//! [`ConnectionLimits`] (a cap on open connections, a time to send the request head, an idle
+//! timeout for HTTP/1 and HTTP/2 alike), and a graceful shutdown that waits for in-flight
+//! requests.
+//!
+//! Every open connection holds a file descriptor. Without an idle timeout an HTTP/2 connection
+//! that only sent its preface stayed open for good, and about a thousand of them locked every
+//! client out; without a cap the process runs out of descriptors for its store and clients
+//! too.
 //!
 //! `axum::serve` would do, but its connection set-up costs an idle SSE stream most of its
 //! memory. It serves each connection with hyper-util's `auto` builder, which reads the first
@@ -11,6 +18,8 @@
 
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -19,13 +28,13 @@ use axum::extract::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
 use tower::ServiceExt;
 
-/// How long a client may take to send its request head (or, for HTTP/2, its preface).
-const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+use super::activity::{Activity, TrackedBody};
+use crate::telemetry::Metrics;
 
 /// How long to pause accepting after an error that is not about one connection (e.g. out of
 /// file descriptors), so that the loop does not spin.
@@ -34,26 +43,60 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// What a client sends first on an HTTP/2 connection without TLS ("prior knowledge").
 const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// How often an HTTP/2 connection is pinged, and how long the answer may take: finds peers
+/// that vanished while a stream (an SSE subscription) is open. An answered ping does not keep
+/// an idle connection open; the idle timeout does that.
+const HTTP2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// After a connection was asked to close (idle, or the server stopping), how long its peer
+/// has to acknowledge (HTTP/2 waits for the answer to a ping) before the connection is dropped,
+/// unless an exchange is still in flight.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// The limits every connection is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// How long a client may take to send its request head (HTTP/1; also how long an HTTP/1
+    /// keep-alive connection may wait for its next one), or its preface (HTTP/2).
+    pub header_timeout: Duration,
+    /// A connection (HTTP/1 or HTTP/2) with no exchange in flight for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once; past it, a new connection is closed as soon as accepted (and
+    /// counted in `toolgate.connections.refused`).
+    pub max_connections: usize,
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits for
 /// every open connection to finish its current exchange. Streams must be ended by the caller
 /// when `shutdown` resolves (they would otherwise never finish). A connection still silent at
 /// that moment (nothing sent yet, so no exchange to finish) is closed at once: waiting for it
-/// would hold the shutdown for up to [`HEAD_TIMEOUT`] (an HTTP client's pool can open such a
-/// connection and never use it).
+/// would hold the shutdown for up to the header timeout (an HTTP client's pool can open such
+/// a connection and never use it).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    limits: ConnectionLimits,
+    metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let mut http1 = http1::Builder::new();
     http1
         .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT);
+        .header_read_timeout(limits.header_timeout);
     let mut http2 = http2::Builder::new(TokioExecutor::new());
-    http2.timer(TokioTimer::new());
-    let graceful = GracefulShutdown::new();
-    // Tells connections still telling HTTP/1 from HTTP/2 that shutdown started.
-    let (stopping, stop) = tokio::sync::watch::channel(false);
+    http2
+        .timer(TokioTimer::new())
+        .keep_alive_interval(HTTP2_PING_INTERVAL)
+        .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+    // One permit per open connection: the cap, and (all permits back) the end of the shutdown.
+    // Bounded so that the shutdown can take every permit back in one call.
+    let max_connections = limits
+        .max_connections
+        .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+    let slots = Arc::new(Semaphore::new(max_connections));
+    // Tells every connection that shutdown started.
+    let (stopping, stop) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -68,31 +111,62 @@ pub async fn serve(
                 }
             },
         };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            // Closed at once: its descriptor is what the cap protects.
+            drop(stream);
+            metrics.connection_refused();
+            continue;
+        };
         // Events and small responses go out at once rather than waiting for more bytes.
         let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
+        let tracker = Arc::clone(&activity);
         // Cloning a Router clones an `Arc`; its routes are shared by every connection.
         let service = app
             .clone()
-            .map_request(|request: Request<Incoming>| request.map(Body::new));
+            .map_request(|request: Request<Incoming>| request.map(Body::new))
+            .map_future(move |response| {
+                let exchange = tracker.begin();
+                async move {
+                    let response: axum::response::Response = response.await?;
+                    Ok::<_, std::convert::Infallible>(
+                        response.map(|body| TrackedBody::wrap(body, exchange)),
+                    )
+                }
+            });
         let service = TowerToHyperService::new(service);
         let (http1, http2) = (http1.clone(), http2.clone());
-        let watcher = graceful.watcher();
         let mut stop = stop.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let detected = tokio::select! {
-                detected = tokio::time::timeout(HEAD_TIMEOUT, is_http2(&stream)) => detected,
+                detected = tokio::time::timeout(limits.header_timeout, is_http2(&stream)) => detected,
                 _ = stop.wait_for(|stopping| *stopping) => return, // silent until shutdown
             };
             let served = match detected {
                 Ok(Ok(false)) => {
                     let connection = http1.serve_connection(TokioIo::new(stream), service);
-                    watcher.watch(connection).await
+                    drive(
+                        connection,
+                        |c| c.graceful_shutdown(),
+                        &activity,
+                        limits,
+                        stop,
+                    )
+                    .await
                 }
                 Ok(Ok(true)) => {
                     let connection = http2.serve_connection(TokioIo::new(stream), service);
                     // Boxed: the task of every connection is as large as its largest branch,
-                    // and HTTP/2's state is the larger (1,976 vs 1,128 bytes per task).
-                    Box::pin(watcher.watch(connection)).await
+                    // and HTTP/2's state is the larger.
+                    Box::pin(drive(
+                        connection,
+                        |c| c.graceful_shutdown(),
+                        &activity,
+                        limits,
+                        stop,
+                    ))
+                    .await
                 }
                 Ok(Err(_)) | Err(_) => return, // gone, or silent: nothing to serve
             };
@@ -103,8 +177,42 @@ pub async fn serve(
     }
     drop(listener);
     let _ = stopping.send(true);
-    graceful.shutdown().await;
+    // Every connection holds its permit until it ends.
+    let all = u32::try_from(max_connections).expect("bounded to u32 above");
+    let _ = slots.acquire_many(all).await;
     Ok(())
+}
+
+/// Serves one connection until it ends, it has been idle for the idle timeout, or the server
+/// stops; in the last two cases it is asked to close (`close`: HTTP/1 closes after the current
+/// exchange, HTTP/2 sends GOAWAY) and then given [`CLOSE_GRACE`] before being dropped, unless
+/// an exchange is still in flight (requests are bounded by the request timeout).
+async fn drive<C>(
+    connection: C,
+    close: impl FnOnce(Pin<&mut C>),
+    activity: &Activity,
+    limits: ConnectionLimits,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), hyper::Error>
+where
+    C: Future<Output = Result<(), hyper::Error>>,
+{
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        served = connection.as_mut() => return served,
+        () = activity.idle_for(limits.idle_timeout) => {
+            tracing::debug!(idle = ?limits.idle_timeout, "closing an idle connection");
+        }
+        _ = stop.wait_for(|stopping| *stopping) => {}
+    }
+    close(connection.as_mut());
+    loop {
+        match tokio::time::timeout(CLOSE_GRACE, connection.as_mut()).await {
+            Ok(served) => return served,
+            Err(_) if !activity.is_busy() => return Ok(()), // dropped: the socket closes
+            Err(_) => {}
+        }
+    }
 }
 
 /// Whether the client opens with the HTTP/2 preface, judged from as few bytes as tell it.
@@ -172,9 +280,21 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, Router::new(), async move {
-            let _ = stopped.await;
-        }));
+        let metrics = Arc::new(Metrics::new(None).expect("metrics"));
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 10,
+        };
+        let server = tokio::spawn(serve(
+            listener,
+            Router::new(),
+            limits,
+            metrics,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
         let _silent = TcpStream::connect(addr).await.expect("connect");
         tokio::time::sleep(Duration::from_millis(50)).await; // accepted, peeking
         stop.send(()).expect("the server waits");

@@ -35,7 +35,11 @@ use crate::stream::{HubLimits, StreamHub};
 use crate::telemetry::observed::Observed;
 use crate::telemetry::{Metrics, OtlpSettings};
 
+mod activity;
+pub mod fd_limit;
 mod listen;
+
+pub use listen::ConnectionLimits;
 
 /// Rendered manifests kept in memory by `toolgate serve`.
 const CACHE_CAPACITY: usize = 10_000;
@@ -58,6 +62,21 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     };
     let admin_rule = AdminRule::new(&settings.admin_rule).map_err(anyhow::Error::msg)?;
     let store = StoreConfig::from_settings(&settings);
+    let open_files = fd_limit::raise_soft_limit();
+    let max_connections = match settings.max_connections {
+        Some(cap) => {
+            if let Some(limit) = open_files.filter(|limit| cap as u64 >= *limit) {
+                tracing::warn!(
+                    max_connections = cap,
+                    open_file_limit = limit,
+                    "the connection cap is not below the open-file limit: past the limit, \
+                     connections are refused by the system rather than by toolgate"
+                );
+            }
+            cap
+        }
+        None => fd_limit::default_max_connections(open_files),
+    };
     // Only instances that share their store can fall behind it.
     let revision_poll =
         matches!(store, StoreConfig::Mongo { .. }).then_some(settings.revision_poll);
@@ -69,6 +88,11 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         admin_rule,
         body_limit: settings.body_limit_bytes,
         request_timeout: settings.request_timeout,
+        connections: ConnectionLimits {
+            header_timeout: settings.header_timeout,
+            idle_timeout: settings.idle_timeout,
+            max_connections,
+        },
         cache_capacity: CACHE_CAPACITY,
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
@@ -154,6 +178,8 @@ pub struct ServerConfig {
     pub admin_rule: AdminRule,
     pub body_limit: usize,
     pub request_timeout: Duration,
+    /// Timeouts and the cap on open connections.
+    pub connections: ConnectionLimits,
     /// Rendered manifests kept in memory.
     pub cache_capacity: usize,
     /// Keep-alive comment interval of manifest streams.
@@ -183,8 +209,9 @@ impl ServerConfig {
     /// documented default (`config/toolgate.example.toml`).
     pub fn new(store: StoreConfig, auth: AuthSettings) -> ServerConfig {
         use crate::config::{
-            DEFAULT_BODY_LIMIT_BYTES, DEFAULT_LISTEN, DEFAULT_MAX_STREAMS_PER_SUBJECT,
-            DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SSE_PING_SECS,
+            DEFAULT_BODY_LIMIT_BYTES, DEFAULT_HEADER_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS,
+            DEFAULT_LISTEN, DEFAULT_MAX_STREAMS_PER_SUBJECT, DEFAULT_REQUEST_TIMEOUT_SECS,
+            DEFAULT_SSE_PING_SECS,
         };
         ServerConfig {
             listen: DEFAULT_LISTEN.parse().expect("the default address parses"),
@@ -194,6 +221,11 @@ impl ServerConfig {
             admin_rule: AdminRule::default(),
             body_limit: DEFAULT_BODY_LIMIT_BYTES as usize,
             request_timeout: Duration::from_secs(DEFAULT_REQUEST_TIMEOUT_SECS),
+            connections: ConnectionLimits {
+                header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
+                idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+                max_connections: fd_limit::MAX_CONNECTIONS_CEILING,
+            },
             cache_capacity: CACHE_CAPACITY,
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
@@ -295,8 +327,10 @@ pub async fn start(
         shutdown.await;
         hub.close();
     };
+    let connections = config.connections;
+    let served_metrics = Arc::clone(&metrics);
     let task = tokio::spawn(async move {
-        let served = listen::serve(listener, app, shutdown).await;
+        let served = listen::serve(listener, app, connections, served_metrics, shutdown).await;
         // The refresher holds the catalog service (and so the store): end it with the server.
         refresher.abort();
         let _ = refresher.await;

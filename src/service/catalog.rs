@@ -99,6 +99,10 @@ pub enum WriteError {
     Contended,
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A bug: a task of the write panicked (validating, compiling, committing). The message is
+    /// for the log only; clients get a generic 500.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl WriteError {
@@ -227,11 +231,7 @@ impl CatalogService {
             let previous = Arc::clone(&base);
             let prepared = tokio::task::spawn_blocking(move || prepare(catalog, &previous))
                 .await
-                .map_err(|error| {
-                    WriteError::Store(StoreError::Unavailable(format!(
-                        "preparing the write failed: {error}"
-                    )))
-                })??;
+                .map_err(|error| task_failed("validating and compiling the catalog", &error))??;
             let (snapshot, changes) = match prepared {
                 Prepared::Invalid(catalog, errors) => {
                     return Err(WriteError::Invalid(match focus {
@@ -283,11 +283,7 @@ impl CatalogService {
                 .in_current_span(),
             )
             .await
-            .map_err(|error| {
-                WriteError::Store(StoreError::Unavailable(format!(
-                    "the commit task failed: {error}"
-                )))
-            })?;
+            .map_err(|error| task_failed("committing the write", &error))?;
             match committed {
                 Ok(committed) => {
                     debug_assert_eq!(committed, revision);
@@ -309,6 +305,19 @@ impl CatalogService {
             }
         }
         Err(WriteError::Contended)
+    }
+}
+
+/// A task of a write that did not finish. It panicked (a bug in validation, compilation or
+/// the store: an internal error, not the store being unreachable) or was cancelled because the
+/// runtime is shutting down (the service is going away: unavailable).
+fn task_failed(doing: &str, error: &tokio::task::JoinError) -> WriteError {
+    if error.is_panic() {
+        WriteError::Internal(format!("{doing} panicked: {error}"))
+    } else {
+        WriteError::Store(StoreError::Unavailable(format!(
+            "{doing} was cancelled: the server is shutting down"
+        )))
     }
 }
 
@@ -368,4 +377,25 @@ async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> 
     catalog.normalize();
     catalog.sort_by_id();
     Ok(Snapshot::compile(catalog, stored.revision)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_write_task_is_an_internal_error_not_an_unavailable_store() {
+        let joined = tokio::task::spawn_blocking(|| -> u8 {
+            panic!("index out of bounds in validate.rs");
+        })
+        .await;
+        let error = joined.expect_err("the task panicked");
+        match task_failed("validating and compiling the catalog", &error) {
+            WriteError::Internal(message) => {
+                assert!(message.contains("validating and compiling"), "{message}");
+                assert!(message.contains("index out of bounds"), "{message}");
+            }
+            other => panic!("expected Internal, got {other:?}"),
+        }
+    }
 }

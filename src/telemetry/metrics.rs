@@ -76,6 +76,7 @@ pub struct Metrics {
     resolution_time: ResolutionTime,
     rate_limited: Counter<u64>,
     store_errors: Counter<u64>,
+    connections_refused: Counter<u64>,
     routes: RouteNames,
 }
 
@@ -128,6 +129,13 @@ impl Metrics {
                 .u64_counter("toolgate.store.errors")
                 .with_description("Failed catalog store calls by operation and kind")
                 .build(),
+            connections_refused: meter
+                .u64_counter("toolgate.connections.refused")
+                .with_description(
+                    "Connections closed as soon as accepted because the cap on open \
+                     connections was reached",
+                )
+                .build(),
             provider,
             pull,
             meter,
@@ -139,6 +147,7 @@ impl Metrics {
                 .rate_limited
                 .add(0, &[KeyValue::new("class", class.name())]);
         }
+        metrics.connections_refused.add(0, &[]);
         Ok(metrics)
     }
 
@@ -180,6 +189,11 @@ impl Metrics {
     pub fn rate_limited(&self, class: RouteClass) {
         self.rate_limited
             .add(1, &[KeyValue::new("class", class.name())]);
+    }
+
+    /// One connection closed at once because the connection cap was reached.
+    pub fn connection_refused(&self) {
+        self.connections_refused.add(1, &[]);
     }
 
     /// One failed store call.

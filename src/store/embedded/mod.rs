@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, DatabaseError, StorageError};
+use redb::{Database, DatabaseError, ReadableDatabase, StorageError, TableError};
 
 use self::error::During;
 use crate::store::{AuditQuery, AuditRecord, CatalogStore, Commit, StoreError, StoredCatalog};
@@ -55,12 +55,17 @@ impl std::fmt::Debug for EmbeddedStore {
 impl EmbeddedStore {
     /// Opens the store in `dir`, creating the folder and an empty store if needed.
     ///
-    /// Fails with [`StoreError::Unavailable`] if the folder cannot be created or written, or if
-    /// another process (or another `EmbeddedStore`) has it open; with [`StoreError::Corrupt`] if
-    /// `toolgate.redb` is not a redb file we can read.
+    /// A new store is created only where no `toolgate.redb` exists. A file that exists but is
+    /// not a toolgate store (empty, not a redb file, damaged, or a redb file without our
+    /// tables) is refused with [`StoreError::Corrupt`] naming it and saying what to do: taking
+    /// it for a new store would let `--seed` silently replace a catalog and its audit history
+    /// that a backup could still restore.
     ///
-    /// Blocks (it may fsync, or repair the file after a crash): call it at start-up, before
-    /// serving, or from a blocking task.
+    /// Fails with [`StoreError::Unavailable`] if the folder cannot be created or written, or if
+    /// another process (or another `EmbeddedStore`) has it open.
+    ///
+    /// Blocks (it may fsync, check every page of the file, or repair it after a crash): call
+    /// it at start-up, before serving, or from a blocking task.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
         std::fs::create_dir_all(dir).map_err(|error| {
             StoreError::Unavailable(format!(
@@ -69,20 +74,18 @@ impl EmbeddedStore {
             ))
         })?;
         let path = dir.join(FILE_NAME);
-        let db = Database::create(&path).map_err(|error| open_error(dir, &path, error))?;
-
-        // Create every table up front so that reads never meet a missing one.
-        let txn = db.begin_write().during("preparing a new store")?;
-        for table in tables::COLLECTIONS {
-            txn.open_table(table)
-                .during(&format!("creating table `{table}`"))?;
-        }
-        txn.open_table(tables::META)
-            .during("creating table `meta`")?;
-        txn.open_table(tables::AUDIT)
-            .during("creating table `audit`")?;
-        txn.commit().during("preparing a new store")?;
-
+        let db = match std::fs::metadata(&path) {
+            Ok(metadata) => open_existing(dir, &path, &metadata)?,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => create_new(dir, &path)?,
+            Err(error) => {
+                return Err(StoreError::Unavailable(format!(
+                    "cannot inspect {}: {error}",
+                    path.display()
+                )));
+            }
+        };
+        // Tables added by a later version are created in an older store.
+        create_tables(&db)?;
         Ok(EmbeddedStore {
             db: Arc::new(db),
             path,
@@ -103,9 +106,134 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || work(&db))
             .await
             .map_err(|error| {
-                StoreError::Unavailable(format!("a catalog store operation failed: {error}"))
+                if error.is_panic() {
+                    // redb panics on a file damaged outside redb (see `Database::open`): a
+                    // corrupt store, answered as an internal error, the panic only logged.
+                    StoreError::Corrupt(format!("a catalog store operation panicked: {error}"))
+                } else {
+                    StoreError::Unavailable(
+                        "a catalog store operation was cancelled: the server is shutting down"
+                            .to_owned(),
+                    )
+                }
             })?
     }
+}
+
+/// Creates every table that does not exist yet, so that reads never meet a missing one.
+fn create_tables(db: &Database) -> Result<(), StoreError> {
+    let txn = db.begin_write().during("preparing the store")?;
+    for table in tables::COLLECTIONS {
+        txn.open_table(table)
+            .during(&format!("creating table `{table}`"))?;
+    }
+    txn.open_table(tables::META)
+        .during("creating table `meta`")?;
+    txn.open_table(tables::AUDIT)
+        .during("creating table `audit`")?;
+    txn.commit().during("preparing the store")
+}
+
+/// Opens a `toolgate.redb` that exists, checking every page, and only if it is a toolgate
+/// store.
+fn open_existing(
+    dir: &Path,
+    path: &Path,
+    metadata: &std::fs::Metadata,
+) -> Result<Database, StoreError> {
+    if !metadata.is_file() {
+        return Err(not_a_store(path, "it is not a regular file"));
+    }
+    if metadata.len() == 0 {
+        return Err(not_a_store(path, "it is empty (0 bytes)"));
+    }
+    // A plain open trusts the file and may panic on one altered outside redb; the check reads
+    // it all once, at start.
+    let db = redb::Builder::new()
+        .set_check_integrity_on_open(true)
+        .open(path)
+        .map_err(|error| match error {
+            DatabaseError::DatabaseAlreadyOpen
+            | DatabaseError::LockProtocolMismatch
+            | DatabaseError::Storage(StorageError::Io(_))
+                if !is_not_redb(&error) =>
+            {
+                open_error(dir, path, error)
+            }
+            other => not_a_store(
+                path,
+                &format!("it is not a readable redb database ({other})"),
+            ),
+        })?;
+    let txn = db
+        .begin_read()
+        .during(&format!("reading {}", path.display()))?;
+    match txn.open_table(tables::META) {
+        Ok(_) => Ok(db),
+        Err(TableError::TableDoesNotExist(_)) => Err(not_a_store(
+            path,
+            "it is a redb database without toolgate's tables",
+        )),
+        Err(error) => Err(error::from_redb(
+            &format!("reading {}", path.display()),
+            error.into(),
+        )),
+    }
+}
+
+/// Whether redb refused the file's contents (not a redb file) rather than its access.
+fn is_not_redb(error: &DatabaseError) -> bool {
+    matches!(
+        error,
+        DatabaseError::Storage(StorageError::Io(io)) if io.kind() == io::ErrorKind::InvalidData
+    )
+}
+
+/// The refusal of an existing file that is not a store: what is wrong and what to do.
+fn not_a_store(path: &Path, why: &str) -> StoreError {
+    StoreError::Corrupt(format!(
+        "{path} exists but is not a valid toolgate store: {why}. toolgate will not replace \
+         it (with --seed that would discard a catalog and its audit history). Restore it from \
+         a backup, or, if the data dir is meant to start empty, remove {path} and start again.",
+        path = path.display()
+    ))
+}
+
+/// Creates a new, empty store at `path`, where nothing exists. It is made under a temporary
+/// name and linked into place only once its tables are committed, so that a crash while
+/// creating never leaves a `toolgate.redb` that is not a store (which the next start would
+/// refuse); the link fails if another process created `path` meanwhile, which is never
+/// overwritten.
+fn create_new(dir: &Path, path: &Path) -> Result<Database, StoreError> {
+    let staging = dir.join(format!("{FILE_NAME}.creating"));
+    // Left by a start that died while creating: it never held data.
+    match std::fs::remove_file(&staging) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(StoreError::Unavailable(format!(
+                "cannot remove the unfinished store {}: {error}",
+                staging.display()
+            )));
+        }
+    }
+    let db = Database::create(&staging).map_err(|error| open_error(dir, &staging, error))?;
+    create_tables(&db)?;
+    drop(db);
+    let linked = std::fs::hard_link(&staging, path);
+    let _ = std::fs::remove_file(&staging);
+    linked.map_err(|error| {
+        StoreError::Unavailable(if error.kind() == io::ErrorKind::AlreadyExists {
+            format!(
+                "{} was created by another process while this one was creating it; \
+                 start again",
+                path.display()
+            )
+        } else {
+            format!("cannot create {}: {error}", path.display())
+        })
+    })?;
+    Database::open(path).map_err(|error| open_error(dir, path, error))
 }
 
 /// Says why opening failed in the terms an operator acts on.
