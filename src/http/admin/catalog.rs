@@ -9,6 +9,7 @@ use chrono::Utc;
 use serde_json::json;
 
 use super::actor;
+use super::conditional::IfMatch;
 use super::crud::with_revision;
 use crate::domain::model::Catalog;
 use crate::http::AppState;
@@ -29,6 +30,7 @@ pub async fn read(State(state): State<AppState>, _admin: Admin) -> Result<Respon
 pub async fn replace(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     headers: HeaderMap,
     JsonBody(document): JsonBody<Catalog>,
 ) -> Result<Response, ApiError> {
@@ -36,7 +38,7 @@ pub async fn replace(
     let document = stamped(document, &actor.subject);
     let ((), revision) = state
         .catalog
-        .write(&actor, None, |catalog| {
+        .write_if(&actor, None, &precondition, |catalog| {
             let before = counts(catalog);
             *catalog = document.clone();
             catalog.normalize();

@@ -14,14 +14,15 @@ use axum::routing::get;
 use chrono::Utc;
 use serde_json::{Map, Value};
 
+use super::conditional::{IfMatch, etag};
 use super::entity::CatalogEntity;
 use super::{REVISION_HEADER, actor};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::{Admin, JsonBody, QueryPairs};
+use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs};
 use crate::ingest::refresh::Stamp;
 use crate::service::ingest::apply_import;
-use crate::service::{AuditNote, Focus, Mutation, WriteError};
+use crate::service::{AuditNote, Focus, Mutation, Precondition, WriteError};
 
 /// Page size when `limit` is not given, and the most one page may hold.
 const DEFAULT_LIMIT: usize = 100;
@@ -100,7 +101,10 @@ async fn list<E: CatalogEntity>(
         "next_cursor": next_cursor.flatten(),
         "revision": snapshot.revision(),
     });
-    Ok(Json(body).into_response())
+    Ok(with_revision(
+        Json(body).into_response(),
+        snapshot.revision(),
+    ))
 }
 
 async fn read<E: CatalogEntity>(
@@ -122,6 +126,7 @@ async fn read<E: CatalogEntity>(
 async fn create<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     headers: HeaderMap,
     JsonBody(mut entity): JsonBody<E>,
 ) -> Result<Response, ApiError> {
@@ -155,7 +160,7 @@ async fn create<E: CatalogEntity>(
     };
     let (stored, revision) = state
         .catalog
-        .write(&actor, Some(&focus), |catalog| {
+        .write_if(&actor, Some(&focus), &precondition, |catalog| {
             if E::all(catalog).iter().any(|e| e.id() == entity.id()) {
                 return Err(WriteError::Conflict(
                     format!("a {} with id '{}' already exists", E::NOUN, entity.id()),
@@ -190,21 +195,35 @@ async fn create<E: CatalogEntity>(
 async fn replace<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(entity): JsonBody<E>,
 ) -> Result<Response, ApiError> {
-    update::<E>(&state, &agent, &headers, &id, |_| Ok(entity.clone())).await
+    let request = Update {
+        agent: &agent,
+        headers: &headers,
+        precondition: &precondition,
+        id: &id,
+    };
+    update::<E>(&state, request, |_| Ok(entity.clone())).await
 }
 
 async fn patch<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(patch): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    update::<E>(&state, &agent, &headers, &id, |current| {
+    let request = Update {
+        agent: &agent,
+        headers: &headers,
+        precondition: &precondition,
+        id: &id,
+    };
+    update::<E>(&state, request, |current| {
         let mut merged = serde_json::to_value(current)
             .map_err(|e| WriteError::Store(crate::store::StoreError::Corrupt(e.to_string())))?;
         merge_patch(&mut merged, &Value::Object(patch.clone()));
@@ -219,14 +238,26 @@ async fn patch<E: CatalogEntity>(
     .await
 }
 
+/// What PUT and PATCH of one entity share: who asks, on which condition, for which id.
+struct Update<'r> {
+    agent: &'r Agent,
+    headers: &'r HeaderMap,
+    precondition: &'r Precondition,
+    id: &'r str,
+}
+
 /// Shared by PUT and PATCH: the new entity keeps its id and creation stamps.
 async fn update<E: CatalogEntity>(
     state: &AppState,
-    agent: &crate::http::extract::Agent,
-    headers: &HeaderMap,
-    id: &str,
+    request: Update<'_>,
     new_version: impl Fn(&E) -> Result<E, WriteError>,
 ) -> Result<Response, ApiError> {
+    let Update {
+        agent,
+        headers,
+        precondition,
+        id,
+    } = request;
     let actor = actor(agent, headers);
     let focus = Focus {
         kind: E::KIND,
@@ -235,7 +266,7 @@ async fn update<E: CatalogEntity>(
     let now = Utc::now();
     let (stored, revision) = state
         .catalog
-        .write(&actor, Some(&focus), |catalog| {
+        .write_if(&actor, Some(&focus), precondition, |catalog| {
             let items = E::all_mut(catalog);
             let position = items
                 .iter()
@@ -303,13 +334,14 @@ fn already_exists<E: CatalogEntity>(id: &str) -> ApiError {
 async fn delete<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let ((), revision) = state
         .catalog
-        .write(&actor, None, |catalog| {
+        .write_if(&actor, None, &precondition, |catalog| {
             let before = E::all(catalog)
                 .iter()
                 .find(|e| e.id() == id)
@@ -351,10 +383,12 @@ pub fn not_found<E: CatalogEntity>(id: &str) -> ApiError {
     ApiError::NotFound(format!("{} '{id}' does not exist", E::NOUN))
 }
 
+/// Marks an answer with the catalog revision it reflects (a write: the one it produced), as
+/// `x-catalog-revision` and as the entity tag an `If-Match` of the next write names.
 pub fn with_revision(mut response: Response, revision: u64) -> Response {
-    response
-        .headers_mut()
-        .insert(REVISION_HEADER, HeaderValue::from(revision));
+    let headers = response.headers_mut();
+    headers.insert(REVISION_HEADER, HeaderValue::from(revision));
+    headers.insert(header::ETAG, etag(revision));
     response
 }
 
