@@ -173,7 +173,11 @@ async fn every_admin_answer_carries_the_catalog_revision_as_etag() {
         (
             Method::PUT,
             "/admin/catalog",
-            Some(catalog()),
+            Some({
+                let mut changed = catalog();
+                changed["labels"][0]["description"] = json!("changed");
+                changed
+            }),
             StatusCode::OK,
         ),
     ];

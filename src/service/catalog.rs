@@ -19,6 +19,7 @@ use super::diff::changes_between;
 use super::precondition::Precondition;
 use crate::bus::{CatalogChange, ChangeBus, LocalBus};
 use crate::domain::model::Catalog;
+use crate::domain::secrets;
 use crate::domain::snapshot::{CompileError, Snapshot};
 use crate::domain::validate::{ErrorKind, FieldError, validate};
 use crate::store::{AuditRecord, CatalogStore, Change, Commit, EntityKind, StoreError};
@@ -282,6 +283,7 @@ impl CatalogService {
             let at = Utc::now();
             let audit = notes
                 .into_iter()
+                .map(redact_note)
                 .map(|note| AuditRecord {
                     seq: 0,
                     revision: 0,
@@ -403,6 +405,17 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
         }])
     })?;
     Ok(Prepared::Ready(Box::new(snapshot), changes))
+}
+
+/// The audit log is read by every admin and kept for good: a source's write-only values never
+/// enter it, whichever write noted the source.
+fn redact_note(mut note: AuditNote) -> AuditNote {
+    if note.entity == EntityKind::Sources {
+        for side in [&mut note.before, &mut note.after].into_iter().flatten() {
+            secrets::mask_source_json(side);
+        }
+    }
+    note
 }
 
 /// What the bus says about a commit: its revision, the kinds and the ids it touched.

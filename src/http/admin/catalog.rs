@@ -8,25 +8,57 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::json;
 
 use super::actor;
 use super::conditional::IfMatch;
 use super::crud::{note, with_revision};
 use super::entity::CatalogEntity;
-use crate::domain::model::Catalog;
+use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::secrets;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
-use crate::service::{AuditNote, Mutation};
+use crate::service::{AuditNote, Mutation, WriteError};
 use crate::store::EntityKind;
 
 pub async fn read(State(state): State<AppState>, _admin: Admin) -> Result<Response, ApiError> {
     let snapshot = state.catalog.snapshot();
     Ok(with_revision(
-        Json(snapshot.catalog()).into_response(),
+        Json(Readable::of(snapshot.catalog())).into_response(),
         snapshot.revision(),
     ))
+}
+
+/// The catalog document as admins read it: [`Catalog`]'s fields, with the sources' write-only
+/// values masked. Borrows everything else, which is nearly all of a large catalog.
+#[derive(Serialize)]
+struct Readable<'c> {
+    sources: Vec<Source>,
+    tools: &'c [Tool],
+    labels: &'c [Label],
+    groups: &'c [ToolGroup],
+    policies: &'c [AccessPolicy],
+}
+
+impl<'c> Readable<'c> {
+    fn of(catalog: &'c Catalog) -> Readable<'c> {
+        let Catalog {
+            sources,
+            tools,
+            labels,
+            groups,
+            policies,
+        } = catalog;
+        Readable {
+            sources: sources.iter().map(secrets::redacted).collect(),
+            tools,
+            labels,
+            groups,
+            policies,
+        }
+    }
 }
 
 /// Replaces everything atomically; nothing changes if anything is invalid.
@@ -48,6 +80,7 @@ pub async fn replace(
         .write_if(&actor, None, &precondition, |catalog| {
             let mut next = document.clone();
             next.normalize();
+            keep_stored_secrets(&mut next, catalog)?;
             let mut notes = vec![AuditNote {
                 action: "replace",
                 entity: EntityKind::Catalog,
@@ -71,6 +104,29 @@ pub async fn replace(
     let snapshot = state.catalog.snapshot();
     let body = json!({"revision": revision, "counts": counts(snapshot.catalog())});
     Ok(with_revision(Json(body).into_response(), revision))
+}
+
+/// Puts back the stored secrets wherever the document's sources hold the mask (a catalog read,
+/// edited and written back); a mask with nothing stored behind it is a 422 naming the field.
+fn keep_stored_secrets(next: &mut Catalog, stored: &Catalog) -> Result<(), WriteError> {
+    let mut errors = Vec::new();
+    for (index, source) in next.sources.iter_mut().enumerate() {
+        let old = stored.sources.iter().find(|s| s.id == source.id);
+        errors.extend(
+            source
+                .keep_stored_secrets(old)
+                .into_iter()
+                .map(|mut error| {
+                    error.field = format!("sources[{index}].{}", error.field);
+                    error
+                }),
+        );
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(WriteError::Invalid(errors))
+    }
 }
 
 /// Who changes entities, and when.

@@ -5,6 +5,8 @@
 //! is validated against the whole catalog and committed atomically with its audit record.
 //! Writes answer with the new catalog revision in the `x-catalog-revision` header.
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -95,6 +97,7 @@ async fn list<E: CatalogEntity>(
         selected.truncate(limit);
         selected.last().map(|last| last.id().to_owned())
     });
+    let selected: Vec<Cow<'_, E>> = selected.into_iter().map(E::redacted).collect();
     let body = serde_json::json!({
         "data": selected,
         "count": selected.len(),
@@ -118,7 +121,7 @@ async fn read<E: CatalogEntity>(
         .find(|e| e.id() == id)
         .ok_or_else(|| not_found::<E>(&id))?;
     Ok(with_revision(
-        Json(entity).into_response(),
+        Json(entity.redacted()).into_response(),
         snapshot.revision(),
     ))
 }
@@ -153,6 +156,11 @@ async fn create<E: CatalogEntity>(
     {
         return Err(already_exists::<E>(entity.id()));
     }
+    // Before the import: a mask must never reach an upstream as a credential.
+    let masks = entity.keep_stored_secrets(None);
+    if !masks.is_empty() {
+        return Err(ApiError::Invalid(masks));
+    }
     let imported = entity.import_on_create().await?;
     let stamp = Stamp {
         at: now,
@@ -185,7 +193,7 @@ async fn create<E: CatalogEntity>(
         E::KIND.as_str(),
         encode_path_segment(stored.id())
     );
-    let mut response = (StatusCode::CREATED, Json(&stored)).into_response();
+    let mut response = (StatusCode::CREATED, Json(stored.redacted())).into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -290,6 +298,10 @@ async fn update<E: CatalogEntity>(
                     kind: crate::domain::validate::ErrorKind::Invalid,
                 }]));
             }
+            let masks = next.keep_stored_secrets(Some(&before));
+            if !masks.is_empty() {
+                return Err(WriteError::Invalid(masks));
+            }
             {
                 let old = before.stamps();
                 let (created_at, created_by) = (*old.created_at, old.created_by.clone());
@@ -307,7 +319,10 @@ async fn update<E: CatalogEntity>(
         })
         .await?;
     let stored = stored_version::<E>(state, stored, revision);
-    Ok(with_revision(Json(&stored).into_response(), revision))
+    Ok(with_revision(
+        Json(stored.redacted()).into_response(),
+        revision,
+    ))
 }
 
 /// The entity as the catalog holds it after a write (normalisation may have derived fields,
