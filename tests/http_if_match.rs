@@ -297,6 +297,20 @@ async fn a_write_with_a_stale_if_match_is_refused_with_412_and_changes_nothing()
         }
     }
 
+    // A stale create of an importable source is refused before its upstream is fetched (one
+    // that nothing listens on would make it a 502).
+    let unreachable = json!({"id": "far", "name": "far", "type": "openapi",
+                             "config": {"url": "http://127.0.0.1:1/spec.json"}});
+    send(
+        &gateway,
+        Method::POST,
+        "/admin/sources",
+        Some(unreachable),
+        Some(&format!("\"r{stale}\"")),
+    )
+    .await
+    .problem(412);
+
     // A malformed If-Match is a 400, and changes nothing either.
     for if_match in ["r1", "\"r1", "\"r1\" \"r2\"", "", "*, \"r1\"", "\"r1\",,x"] {
         let reply = send(

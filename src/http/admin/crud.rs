@@ -156,11 +156,13 @@ async fn create<E: CatalogEntity>(
     {
         return Err(already_exists::<E>(entity.id()));
     }
-    // Before the import: a mask must never reach an upstream as a credential.
+    // Before the import: a mask must never reach an upstream as a credential, and a stale
+    // If-Match costs the upstream nothing (the write checks it again, atomically).
     let masks = entity.keep_stored_secrets(None);
     if !masks.is_empty() {
         return Err(ApiError::Invalid(masks));
     }
+    state.catalog.check(&precondition).await?;
     let imported = entity.import_on_create().await?;
     let stamp = Stamp {
         at: now,
