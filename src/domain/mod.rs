@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod manifest_diff;
 pub mod model;
 pub mod pattern;
+pub mod secrets;
 mod selection;
 pub mod snapshot;
 pub mod source_config;

@@ -66,7 +66,10 @@ pub struct Source {
     #[schema(default = true)]
     pub enabled: bool,
     /// Type-specific settings (a spec URL, an MCP endpoint, a tool-service descriptor…),
-    /// interpreted by the importer of that type.
+    /// interpreted by the importer of that type. Write-only values (every value under
+    /// `headers`, and any key naming a secret such as `token`, `password` or `api_key`, at any
+    /// depth) read as `"***"`; writing `"***"` back keeps the stored value
+    /// ([`super::secrets`]).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub config: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

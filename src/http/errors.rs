@@ -39,6 +39,8 @@ pub enum ApiError {
         detail: String,
         retry_after_secs: u64,
     },
+    /// A conditional write (`If-Match`) whose revision the catalog is no longer at: 412.
+    PreconditionFailed(String),
     /// A backing store cannot be reached: 503.
     Unavailable(String),
     /// A bug; the message is logged, never sent.
@@ -103,6 +105,11 @@ impl ApiError {
                 "too-many-requests",
                 "Too many requests",
             ),
+            ApiError::PreconditionFailed(_) => (
+                StatusCode::PRECONDITION_FAILED,
+                "precondition-failed",
+                "Precondition failed",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -123,6 +130,7 @@ impl ApiError {
             | ApiError::MethodNotAllowed(detail)
             | ApiError::Forbidden(detail)
             | ApiError::BadGateway(detail)
+            | ApiError::PreconditionFailed(detail)
             | ApiError::Unavailable(detail)
             | ApiError::TooManyRequests { detail, .. } => detail.clone(),
             ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
@@ -234,6 +242,9 @@ impl From<WriteError> for ApiError {
             WriteError::Invalid(errors) => ApiError::Invalid(errors),
             WriteError::Conflict(detail, errors) => ApiError::Conflict(detail, errors),
             WriteError::Contended => ApiError::Conflict(error.to_string(), Vec::new()),
+            WriteError::PreconditionFailed { .. } => {
+                ApiError::PreconditionFailed(error.to_string())
+            }
             WriteError::Store(error) => error.into(),
             WriteError::Internal(message) => ApiError::Internal(message),
         }

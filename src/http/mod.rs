@@ -83,7 +83,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
         .route("/api/agents/tools", get(agents::list_tools))
-        .merge(admin::routes());
+        .merge(admin::routes(&state));
     #[cfg(feature = "bench-routes")]
     let api = api.merge(bench::routes());
     let api =

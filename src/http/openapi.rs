@@ -9,6 +9,7 @@
 
 mod admin_paths;
 mod bodies;
+mod conditional;
 
 use std::sync::LazyLock;
 
@@ -61,7 +62,7 @@ pub async fn serve() -> Response {
 
 /// The error responses, shared as components (`#/components/responses/<name>`): status, name,
 /// description. Each route lists the ones it can answer with, per API.md.
-const PROBLEMS: [(u16, &str, &str); 10] = [
+const PROBLEMS: [(u16, &str, &str); 11] = [
     (
         400,
         "Malformed",
@@ -82,6 +83,13 @@ const PROBLEMS: [(u16, &str, &str); 10] = [
         409,
         "Conflict",
         "An id or name clash, a reference that blocks a delete, or a concurrent write.",
+    ),
+    (
+        412,
+        "PreconditionFailed",
+        "`If-Match` names a revision the catalog is no longer at: another write came first. \
+         Nothing was changed; read again (the answer's `ETag` is the current revision) and \
+         reapply the change.",
     ),
     (
         413,
@@ -246,7 +254,9 @@ fn paths() -> Paths {
         .path("/readyz", get(readyz()))
         .path("/metrics", get(metrics()))
         .path("/openapi.json", get(openapi_json()));
-    paths.build()
+    let mut paths = paths.build();
+    conditional::describe(&mut paths);
+    paths
 }
 
 fn get(operation: impl Into<Operation>) -> utoipa::openapi::PathItem {

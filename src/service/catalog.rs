@@ -16,8 +16,10 @@ use tokio::sync::{Mutex, watch};
 use tracing::Instrument as _;
 
 use super::diff::changes_between;
+use super::precondition::Precondition;
 use crate::bus::{CatalogChange, ChangeBus, LocalBus};
 use crate::domain::model::Catalog;
+use crate::domain::secrets;
 use crate::domain::snapshot::{CompileError, Snapshot};
 use crate::domain::validate::{ErrorKind, FieldError, validate};
 use crate::store::{AuditRecord, CatalogStore, Change, Commit, EntityKind, StoreError};
@@ -97,6 +99,12 @@ pub enum WriteError {
     /// Other writers kept winning the race.
     #[error("the catalog kept changing concurrently; try again")]
     Contended,
+    /// The write named revisions (`If-Match`) the catalog is no longer at: another write came
+    /// first, and applying this one would revert it.
+    #[error(
+        "the catalog is at revision {current} (ETag \"r{current}\"), not one that If-Match names; read it again and reapply the change"
+    )]
+    PreconditionFailed { current: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A bug: a task of the write panicked (validating, compiling, committing). The message is
@@ -206,7 +214,8 @@ impl CatalogService {
         self.published.publish(snapshot);
     }
 
-    /// Applies `mutate` to a copy of the catalog and commits the result atomically.
+    /// Applies `mutate` to a copy of the catalog and commits the result atomically, whatever
+    /// revision the catalog is at.
     ///
     /// `mutate` may run more than once (after losing a race); it must depend only on the
     /// catalog it is given. Returns the caller's value and the new revision (unchanged when the
@@ -221,9 +230,37 @@ impl CatalogService {
     where
         F: Fn(&mut Catalog) -> Result<Mutation<T>, WriteError>,
     {
+        self.write_if(actor, focus, &Precondition::Any, mutate)
+            .await
+    }
+
+    /// [`CatalogService::write`], only if the catalog is at a revision `precondition` admits
+    /// ([`WriteError::PreconditionFailed`] otherwise, with nothing changed).
+    ///
+    /// The revision checked is the one the mutation is applied to, and the commit's
+    /// compare-and-set holds the store to it: a write that lands in between makes the commit
+    /// fail, and the retry checks again against the newer revision.
+    pub async fn write_if<T, F>(
+        &self,
+        actor: &Actor,
+        focus: Option<&Focus>,
+        precondition: &Precondition,
+        mutate: F,
+    ) -> Result<(T, u64), WriteError>
+    where
+        F: Fn(&mut Catalog) -> Result<Mutation<T>, WriteError>,
+    {
         let _guard = self.write_lock.lock().await;
         for _ in 0..MAX_WRITE_ATTEMPTS {
             let base = self.snapshot();
+            if !precondition.admits(base.revision()) {
+                if self.caught_up(precondition, base.revision()).await? {
+                    continue;
+                }
+                return Err(WriteError::PreconditionFailed {
+                    current: self.snapshot().revision(),
+                });
+            }
             let mut catalog = base.catalog().clone();
             let Mutation { notes, value } = mutate(&mut catalog)?;
             // Validating and compiling a large catalog takes tens of milliseconds: off the
@@ -246,6 +283,7 @@ impl CatalogService {
             let at = Utc::now();
             let audit = notes
                 .into_iter()
+                .map(redact_note)
                 .map(|note| AuditRecord {
                     seq: 0,
                     revision: 0,
@@ -289,22 +327,49 @@ impl CatalogService {
                     debug_assert_eq!(committed, revision);
                     return Ok((value, revision));
                 }
-                Err(StoreError::RevisionConflict { .. }) => {
-                    let fresh =
-                        load_snapshot(self.store.as_ref())
-                            .await
-                            .map_err(|error| match error {
-                                OpenError::Store(error) => WriteError::Store(error),
-                                OpenError::Compile(error) => {
-                                    WriteError::Store(StoreError::Corrupt(error.to_string()))
-                                }
-                            })?;
-                    self.publish(fresh);
-                }
+                Err(StoreError::RevisionConflict { .. }) => self.reload().await?,
                 Err(error) => return Err(error.into()),
             }
         }
         Err(WriteError::Contended)
+    }
+
+    /// Fails with [`WriteError::PreconditionFailed`] unless the catalog is at a revision
+    /// `precondition` admits: for requests that may turn out to write nothing (a refresh), so
+    /// that they answer a stale `If-Match` as a write would.
+    pub async fn check(&self, precondition: &Precondition) -> Result<(), WriteError> {
+        let revision = self.snapshot().revision();
+        if precondition.admits(revision) || self.caught_up(precondition, revision).await? {
+            return Ok(());
+        }
+        Err(WriteError::PreconditionFailed {
+            current: self.snapshot().revision(),
+        })
+    }
+
+    /// When `precondition` names a revision newer than `seen`, this instance may be trailing
+    /// another one that wrote it: reloads from the store if it is ahead, and says whether the
+    /// precondition holds now.
+    async fn caught_up(&self, precondition: &Precondition, seen: u64) -> Result<bool, WriteError> {
+        if !precondition.wants_newer_than(seen) || self.store.revision().await? == seen {
+            return Ok(false);
+        }
+        self.reload().await?;
+        Ok(precondition.admits(self.snapshot().revision()))
+    }
+
+    /// Publishes what the store holds (after losing a race to another instance).
+    async fn reload(&self) -> Result<(), WriteError> {
+        let fresh = load_snapshot(self.store.as_ref())
+            .await
+            .map_err(|error| match error {
+                OpenError::Store(error) => WriteError::Store(error),
+                OpenError::Compile(error) => {
+                    WriteError::Store(StoreError::Corrupt(error.to_string()))
+                }
+            })?;
+        self.publish(fresh);
+        Ok(())
     }
 }
 
@@ -349,6 +414,17 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
         }])
     })?;
     Ok(Prepared::Ready(Box::new(snapshot), changes))
+}
+
+/// The audit log is read by every admin and kept for good: a source's write-only values never
+/// enter it, whichever write noted the source.
+fn redact_note(mut note: AuditNote) -> AuditNote {
+    if note.entity == EntityKind::Sources {
+        for side in [&mut note.before, &mut note.after].into_iter().flatten() {
+            secrets::mask_source_json(side);
+        }
+    }
+    note
 }
 
 /// What the bus says about a commit: its revision, the kinds and the ids it touched.

@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 
-use super::{Actor, AuditNote, CatalogService, Mutation, WriteError};
+use super::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
 use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
 use crate::ingest::refresh::{self, RefreshSummary, Stamp};
 use crate::ingest::{self, ImportedTool, IngestError};
@@ -26,11 +26,16 @@ pub enum RefreshError {
 ///
 /// A `tool-service` source has nothing to fetch (its tools are written by admins and checked on
 /// every write): its refresh reports its tools as unchanged.
+///
+/// `precondition` is checked before the fetch (a stale `If-Match` costs the upstream nothing)
+/// and again by the write, against the revision the import is applied to.
 pub async fn refresh_source(
     catalog: &CatalogService,
     actor: &Actor,
     id: &str,
+    precondition: &Precondition,
 ) -> Result<(RefreshSummary, u64), RefreshError> {
+    catalog.check(precondition).await?;
     let snapshot = catalog.snapshot();
     let source = snapshot
         .catalog()
@@ -60,7 +65,7 @@ pub async fn refresh_source(
         by: actor.subject.clone(),
     };
     let result = catalog
-        .write(actor, None, |current| {
+        .write_if(actor, None, precondition, |current| {
             if !current.sources.iter().any(|s| s.id == id) {
                 return Err(WriteError::NotFound {
                     kind: "source",

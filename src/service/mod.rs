@@ -5,6 +5,8 @@ pub mod catalog;
 mod diff;
 pub mod ingest;
 pub mod periodic;
+mod precondition;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
 pub use ingest::{RefreshError, refresh_source};
+pub use precondition::Precondition;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Actor, CatalogService, refresh_source};
+use super::{Actor, CatalogService, Precondition, refresh_source};
 use crate::domain::source_config::refresh_interval_secs;
 
 /// How often the task looks for due sources.
@@ -42,7 +42,7 @@ pub async fn run(catalog: Arc<CatalogService>) {
         }
         last.retain(|id, _| snapshot.catalog().sources.iter().any(|s| &s.id == id));
         for id in due {
-            match refresh_source(&catalog, &actor, &id).await {
+            match refresh_source(&catalog, &actor, &id, &Precondition::Any).await {
                 Ok((summary, revision)) if summary.changed() => {
                     tracing::info!(source = %id, revision, ?summary, "periodic refresh");
                 }

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use crate::domain::secrets;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, QueryPairs};
@@ -57,7 +58,19 @@ pub async fn list(
             }
         }
     }
-    let (records, next_cursor) = page(state.catalog.store().as_ref(), query).await?;
+    let (mut records, next_cursor) = page(state.catalog.store().as_ref(), query).await?;
+    // Records written before sources' secrets were masked on the way in are masked here.
+    for record in records
+        .iter_mut()
+        .filter(|r| r.entity == EntityKind::Sources)
+    {
+        for side in [&mut record.before, &mut record.after]
+            .into_iter()
+            .flatten()
+        {
+            secrets::mask_source_json(side);
+        }
+    }
     let body = json!({"data": records, "count": records.len(), "next_cursor": next_cursor});
     Ok(Json(body).into_response())
 }

@@ -5,6 +5,8 @@
 //! is validated against the whole catalog and committed atomically with its audit record.
 //! Writes answer with the new catalog revision in the `x-catalog-revision` header.
 
+use std::borrow::Cow;
+
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -14,14 +16,15 @@ use axum::routing::get;
 use chrono::Utc;
 use serde_json::{Map, Value};
 
+use super::conditional::{IfMatch, etag};
 use super::entity::CatalogEntity;
 use super::{REVISION_HEADER, actor};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::{Admin, JsonBody, QueryPairs};
+use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs};
 use crate::ingest::refresh::Stamp;
 use crate::service::ingest::apply_import;
-use crate::service::{AuditNote, Focus, Mutation, WriteError};
+use crate::service::{AuditNote, Focus, Mutation, Precondition, WriteError};
 
 /// Page size when `limit` is not given, and the most one page may hold.
 const DEFAULT_LIMIT: usize = 100;
@@ -94,13 +97,17 @@ async fn list<E: CatalogEntity>(
         selected.truncate(limit);
         selected.last().map(|last| last.id().to_owned())
     });
+    let selected: Vec<Cow<'_, E>> = selected.into_iter().map(E::redacted).collect();
     let body = serde_json::json!({
         "data": selected,
         "count": selected.len(),
         "next_cursor": next_cursor.flatten(),
         "revision": snapshot.revision(),
     });
-    Ok(Json(body).into_response())
+    Ok(with_revision(
+        Json(body).into_response(),
+        snapshot.revision(),
+    ))
 }
 
 async fn read<E: CatalogEntity>(
@@ -114,7 +121,7 @@ async fn read<E: CatalogEntity>(
         .find(|e| e.id() == id)
         .ok_or_else(|| not_found::<E>(&id))?;
     Ok(with_revision(
-        Json(entity).into_response(),
+        Json(entity.redacted()).into_response(),
         snapshot.revision(),
     ))
 }
@@ -122,6 +129,7 @@ async fn read<E: CatalogEntity>(
 async fn create<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     headers: HeaderMap,
     JsonBody(mut entity): JsonBody<E>,
 ) -> Result<Response, ApiError> {
@@ -148,6 +156,13 @@ async fn create<E: CatalogEntity>(
     {
         return Err(already_exists::<E>(entity.id()));
     }
+    // Before the import: a mask must never reach an upstream as a credential, and a stale
+    // If-Match costs the upstream nothing (the write checks it again, atomically).
+    let masks = entity.keep_stored_secrets(None);
+    if !masks.is_empty() {
+        return Err(ApiError::Invalid(masks));
+    }
+    state.catalog.check(&precondition).await?;
     let imported = entity.import_on_create().await?;
     let stamp = Stamp {
         at: now,
@@ -155,7 +170,7 @@ async fn create<E: CatalogEntity>(
     };
     let (stored, revision) = state
         .catalog
-        .write(&actor, Some(&focus), |catalog| {
+        .write_if(&actor, Some(&focus), &precondition, |catalog| {
             if E::all(catalog).iter().any(|e| e.id() == entity.id()) {
                 return Err(WriteError::Conflict(
                     format!("a {} with id '{}' already exists", E::NOUN, entity.id()),
@@ -180,7 +195,7 @@ async fn create<E: CatalogEntity>(
         E::KIND.as_str(),
         encode_path_segment(stored.id())
     );
-    let mut response = (StatusCode::CREATED, Json(&stored)).into_response();
+    let mut response = (StatusCode::CREATED, Json(stored.redacted())).into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -190,21 +205,35 @@ async fn create<E: CatalogEntity>(
 async fn replace<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(entity): JsonBody<E>,
 ) -> Result<Response, ApiError> {
-    update::<E>(&state, &agent, &headers, &id, |_| Ok(entity.clone())).await
+    let request = Update {
+        agent: &agent,
+        headers: &headers,
+        precondition: &precondition,
+        id: &id,
+    };
+    update::<E>(&state, request, |_| Ok(entity.clone())).await
 }
 
 async fn patch<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
     JsonBody(patch): JsonBody<Map<String, Value>>,
 ) -> Result<Response, ApiError> {
-    update::<E>(&state, &agent, &headers, &id, |current| {
+    let request = Update {
+        agent: &agent,
+        headers: &headers,
+        precondition: &precondition,
+        id: &id,
+    };
+    update::<E>(&state, request, |current| {
         let mut merged = serde_json::to_value(current)
             .map_err(|e| WriteError::Store(crate::store::StoreError::Corrupt(e.to_string())))?;
         merge_patch(&mut merged, &Value::Object(patch.clone()));
@@ -219,14 +248,26 @@ async fn patch<E: CatalogEntity>(
     .await
 }
 
+/// What PUT and PATCH of one entity share: who asks, on which condition, for which id.
+struct Update<'r> {
+    agent: &'r Agent,
+    headers: &'r HeaderMap,
+    precondition: &'r Precondition,
+    id: &'r str,
+}
+
 /// Shared by PUT and PATCH: the new entity keeps its id and creation stamps.
 async fn update<E: CatalogEntity>(
     state: &AppState,
-    agent: &crate::http::extract::Agent,
-    headers: &HeaderMap,
-    id: &str,
+    request: Update<'_>,
     new_version: impl Fn(&E) -> Result<E, WriteError>,
 ) -> Result<Response, ApiError> {
+    let Update {
+        agent,
+        headers,
+        precondition,
+        id,
+    } = request;
     let actor = actor(agent, headers);
     let focus = Focus {
         kind: E::KIND,
@@ -235,7 +276,7 @@ async fn update<E: CatalogEntity>(
     let now = Utc::now();
     let (stored, revision) = state
         .catalog
-        .write(&actor, Some(&focus), |catalog| {
+        .write_if(&actor, Some(&focus), precondition, |catalog| {
             let items = E::all_mut(catalog);
             let position = items
                 .iter()
@@ -259,6 +300,10 @@ async fn update<E: CatalogEntity>(
                     kind: crate::domain::validate::ErrorKind::Invalid,
                 }]));
             }
+            let masks = next.keep_stored_secrets(Some(&before));
+            if !masks.is_empty() {
+                return Err(WriteError::Invalid(masks));
+            }
             {
                 let old = before.stamps();
                 let (created_at, created_by) = (*old.created_at, old.created_by.clone());
@@ -276,7 +321,10 @@ async fn update<E: CatalogEntity>(
         })
         .await?;
     let stored = stored_version::<E>(state, stored, revision);
-    Ok(with_revision(Json(&stored).into_response(), revision))
+    Ok(with_revision(
+        Json(stored.redacted()).into_response(),
+        revision,
+    ))
 }
 
 /// The entity as the catalog holds it after a write (normalisation may have derived fields,
@@ -303,13 +351,14 @@ fn already_exists<E: CatalogEntity>(id: &str) -> ApiError {
 async fn delete<E: CatalogEntity>(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let ((), revision) = state
         .catalog
-        .write(&actor, None, |catalog| {
+        .write_if(&actor, None, &precondition, |catalog| {
             let before = E::all(catalog)
                 .iter()
                 .find(|e| e.id() == id)
@@ -351,10 +400,12 @@ pub fn not_found<E: CatalogEntity>(id: &str) -> ApiError {
     ApiError::NotFound(format!("{} '{id}' does not exist", E::NOUN))
 }
 
+/// Marks an answer with the catalog revision it reflects (a write: the one it produced), as
+/// `x-catalog-revision` and as the entity tag an `If-Match` of the next write names.
 pub fn with_revision(mut response: Response, revision: u64) -> Response {
-    response
-        .headers_mut()
-        .insert(REVISION_HEADER, HeaderValue::from(revision));
+    let headers = response.headers_mut();
+    headers.insert(REVISION_HEADER, HeaderValue::from(revision));
+    headers.insert(header::ETAG, etag(revision));
     response
 }
 

@@ -7,13 +7,15 @@
 //! it from tools, but a label that a selector requires, or a group that a policy names, cannot
 //! be removed (409): silently dropping those references would widen a group or lift a deny.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
-use crate::domain::source_config;
 use crate::domain::validate::{ErrorKind, FieldError};
+use crate::domain::{secrets, source_config};
 use crate::ingest::{self, ImportedTool, IngestError};
 use crate::service::WriteError;
 use crate::store::EntityKind;
@@ -91,6 +93,18 @@ pub trait CatalogEntity:
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
         Ok(())
     }
+
+    /// The entity as an admin may read it: write-only values (a source's credentials) hidden.
+    fn redacted(&self) -> Cow<'_, Self> {
+        Cow::Borrowed(self)
+    }
+
+    /// Puts the stored values back where a write holds the mask of a write-only value
+    /// (`stored`: the entity as stored, `None` when it is new); each mask with nothing stored
+    /// behind it is an error naming its field.
+    fn keep_stored_secrets(&mut self, _stored: Option<&Self>) -> Vec<FieldError> {
+        Vec::new()
+    }
 }
 
 macro_rules! stamps_and_ids {
@@ -142,6 +156,12 @@ impl CatalogEntity for Source {
             "name" => Some(self.name == value),
             _ => None,
         }
+    }
+    fn redacted(&self) -> Cow<'_, Self> {
+        Cow::Owned(secrets::redacted(self))
+    }
+    fn keep_stored_secrets(&mut self, stored: Option<&Self>) -> Vec<FieldError> {
+        secrets::keep_stored(self, stored)
     }
     async fn import_on_create(&self) -> Result<Option<Vec<ImportedTool>>, IngestError> {
         if !self.enabled || source_config::import_config(self).is_err() {

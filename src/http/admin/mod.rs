@@ -4,6 +4,7 @@
 mod audit;
 mod catalog;
 pub(crate) use catalog::stamped;
+mod conditional;
 mod crud;
 mod entity;
 pub(crate) mod preview;
@@ -66,7 +67,9 @@ pub const COLLECTIONS: [Collection; 5] = [
     Collection::of::<AccessPolicy>(),
 ];
 
-pub fn routes() -> Router<AppState> {
+/// Every admin route. `state` is the one the routes will be served with: answers that do not
+/// carry a revision of their own get the current one as their `ETag`.
+pub fn routes(state: &AppState) -> Router<AppState> {
     let mut router = Router::new();
     for collection in COLLECTIONS {
         router = router.nest(&collection.path(), (collection.routes)());
@@ -79,6 +82,10 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/preview", post(preview::preview))
         .route("/admin/catalog", get(catalog::read).put(catalog::replace))
         .route("/admin/audit", get(audit::list))
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            conditional::with_current_etag,
+        ))
 }
 
 /// The audit identity of a request: the token's `sub` and the request id.

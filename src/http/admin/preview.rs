@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use super::crud::with_revision;
 use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::http::AppState;
@@ -69,7 +70,7 @@ pub async fn preview(
     let snapshot = state.catalog.snapshot();
     let explained = snapshot.explain(&request.claims, &options);
     let body = with_explanation(&explained.manifest, &explained.explanation)?;
-    Ok((
+    let response = (
         [
             (
                 header::CONTENT_TYPE,
@@ -79,5 +80,6 @@ pub async fn preview(
         ],
         Body::from(body),
     )
-        .into_response())
+        .into_response();
+    Ok(with_revision(response, snapshot.revision()))
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::actor;
+use super::conditional::IfMatch;
 use super::crud::with_revision;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
@@ -26,11 +27,12 @@ pub struct RefreshReply {
 pub async fn refresh(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
-    let (summary, revision) = refresh_source(&state.catalog, &actor, &id).await?;
+    let (summary, revision) = refresh_source(&state.catalog, &actor, &id, &precondition).await?;
     Ok(with_revision(
         Json(RefreshReply { summary, revision }).into_response(),
         revision,

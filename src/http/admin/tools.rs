@@ -8,6 +8,7 @@ use chrono::Utc;
 use serde::Deserialize;
 
 use super::actor;
+use super::conditional::IfMatch;
 use super::crud::{note, with_revision};
 use crate::domain::model::Tool;
 use crate::http::AppState;
@@ -27,26 +28,29 @@ pub struct Toggle {
 pub async fn enable(
     state: State<AppState>,
     admin: Admin,
+    if_match: IfMatch,
     path: Path<String>,
     headers: HeaderMap,
     body: OptionalJsonBody<Toggle>,
 ) -> Result<Response, ApiError> {
-    toggle(state, admin, path, headers, body, true).await
+    toggle(state, admin, if_match, path, headers, body, true).await
 }
 
 pub async fn disable(
     state: State<AppState>,
     admin: Admin,
+    if_match: IfMatch,
     path: Path<String>,
     headers: HeaderMap,
     body: OptionalJsonBody<Toggle>,
 ) -> Result<Response, ApiError> {
-    toggle(state, admin, path, headers, body, false).await
+    toggle(state, admin, if_match, path, headers, body, false).await
 }
 
 async fn toggle(
     State(state): State<AppState>,
     Admin(agent): Admin,
+    IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
     OptionalJsonBody(body): OptionalJsonBody<Toggle>,
@@ -58,7 +62,7 @@ async fn toggle(
     let now = Utc::now();
     let (tool, revision) = state
         .catalog
-        .write(&actor, None, |catalog| {
+        .write_if(&actor, None, &precondition, |catalog| {
             let tool = catalog
                 .tools
                 .iter_mut()

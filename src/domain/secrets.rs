@@ -1,0 +1,274 @@
+//! Write-only values in a source's config: credentials an admin gives for an upstream (the
+//! values under `config.headers`, such as an `Authorization`, and any value whose key names a
+//! secret, at any depth). The store keeps them and the importers send them; every read shows
+//! [`MASK`] instead (API.md, "Secrets").
+//!
+//! Reading and writing back must round-trip, or an admin who edits one field of a source (or
+//! the whole catalog document) would replace its credentials with the mask. So a write that
+//! holds the mask where a secret goes keeps the value stored at the same place; a mask with no
+//! stored value behind it is an error naming the field, never a literal `"***"` credential.
+
+use serde_json::{Map, Value};
+
+use super::model::Source;
+use super::validate::{ErrorKind, FieldError};
+
+/// What reads show in place of a secret, and what writes send to keep one.
+pub const MASK: &str = "***";
+
+/// Key names that hold secrets, compared without case, `-` or `_`, at the end of the key:
+/// `token` also covers `access_token` and `X-Auth-Token`, `apikey` covers `api_key` and
+/// `x-api-key`. Hiding one value too many costs a round trip through the mask; showing one
+/// too few leaks a credential.
+const SECRET_WORDS: [&str; 8] = [
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "authorization",
+    "credentials",
+    "privatekey",
+];
+
+/// Whether a config key, wherever it is, names a secret.
+pub fn is_secret_key(key: &str) -> bool {
+    let squashed: String = key
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_WORDS.iter().any(|word| squashed.ends_with(word))
+}
+
+/// `source` as an admin may read it: every secret shown as [`MASK`].
+pub fn redacted(source: &Source) -> Source {
+    let mut source = source.clone();
+    mask_config(&mut source.config);
+    source
+}
+
+/// Masks the secrets of a config in place.
+pub fn mask_config(config: &mut Map<String, Value>) {
+    for (key, value) in config.iter_mut() {
+        if key == "headers" || is_secret_key(key) {
+            mask_headers_or_value(value, key == "headers");
+        } else {
+            mask_nested(value);
+        }
+    }
+}
+
+/// Masks the config of a source serialised as JSON (an audit record's before or after).
+pub fn mask_source_json(source: &mut Value) {
+    if let Some(Value::Object(config)) = source.get_mut("config") {
+        mask_config(config);
+    }
+}
+
+/// `config.headers`: every header's value; anything else under that key (not an object of
+/// headers) as a whole.
+fn mask_headers_or_value(value: &mut Value, is_headers: bool) {
+    match value {
+        Value::Object(headers) if is_headers => headers.values_mut().for_each(mask),
+        other => mask(other),
+    }
+}
+
+fn mask_nested(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if is_secret_key(key) {
+                    mask(value);
+                } else {
+                    mask_nested(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_nested),
+        _ => {}
+    }
+}
+
+/// A null hides nothing and stays null, so that it reads back as what it is.
+fn mask(value: &mut Value) {
+    if !value.is_null() {
+        *value = Value::String(MASK.to_owned());
+    }
+}
+
+/// Puts back the stored value wherever `source` holds [`MASK`] in a secret's place (`stored`:
+/// the source as stored, `None` for a new one). Each mask with no stored value at the same
+/// place is an error, its field relative to the source (`config.headers.Authorization`).
+pub fn keep_stored(source: &mut Source, stored: Option<&Source>) -> Vec<FieldError> {
+    let stored = stored.map(|s| &s.config);
+    let mut errors = Vec::new();
+    for (key, value) in source.config.iter_mut() {
+        let old = stored.and_then(|config| config.get(key));
+        let path = format!("config.{key}");
+        match value {
+            Value::Object(headers) if key == "headers" => {
+                for (name, value) in headers.iter_mut() {
+                    let old = old.and_then(|old| old.get(name));
+                    restore(value, old, format!("{path}.{name}"), &mut errors);
+                }
+            }
+            value if key == "headers" || is_secret_key(key) => {
+                restore(value, old, path, &mut errors);
+            }
+            value => restore_nested(value, old, path, &mut errors),
+        }
+    }
+    errors
+}
+
+fn restore_nested(
+    value: &mut Value,
+    stored: Option<&Value>,
+    path: String,
+    errors: &mut Vec<FieldError>,
+) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                let old = stored.and_then(|old| old.get(key));
+                let path = format!("{path}.{key}");
+                if is_secret_key(key) {
+                    restore(value, old, path, errors);
+                } else {
+                    restore_nested(value, old, path, errors);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (index, value) in items.iter_mut().enumerate() {
+                let old = stored.and_then(|old| old.get(index));
+                restore_nested(value, old, format!("{path}[{index}]"), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn restore(value: &mut Value, stored: Option<&Value>, path: String, errors: &mut Vec<FieldError>) {
+    if value.as_str() != Some(MASK) {
+        return;
+    }
+    match stored.filter(|old| !old.is_null()) {
+        Some(old) => *value = old.clone(),
+        None => errors.push(FieldError {
+            field: path,
+            message: format!(
+                "is \"{MASK}\", which keeps a stored secret, but none is stored here; give the value itself"
+            ),
+            kind: ErrorKind::Invalid,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn source(config: Value) -> Source {
+        serde_json::from_value(json!({"id": "s", "name": "s", "type": "manual", "config": config}))
+            .expect("a source")
+    }
+
+    #[test]
+    fn secret_keys_are_recognised_whatever_their_spelling() {
+        for key in [
+            "token",
+            "Token",
+            "access_token",
+            "X-Auth-Token",
+            "secret",
+            "client_secret",
+            "PASSWORD",
+            "api_key",
+            "apiKey",
+            "x-api-key",
+            "Authorization",
+            "private_key",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in [
+            "url",
+            "tokens",
+            "token_url",
+            "secret_name",
+            "spec",
+            "headers",
+        ] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn reads_mask_header_values_and_secret_keys_at_any_depth() {
+        let stored = source(json!({
+            "url": "https://x.example/o.json",
+            "headers": {"Authorization": "Bearer a", "X-Tenant": "t"},
+            "nested": {"Password": "p", "list": [{"api_key": "k"}], "empty": null, "n": 1},
+            "token": {"value": "v"}
+        }));
+        assert_eq!(
+            Value::Object(redacted(&stored).config),
+            json!({
+                "url": "https://x.example/o.json",
+                "headers": {"Authorization": MASK, "X-Tenant": MASK},
+                "nested": {"Password": MASK, "list": [{"api_key": MASK}], "empty": null, "n": 1},
+                "token": MASK
+            })
+        );
+        let mut headers_as_text = source(json!({"headers": "Authorization: x"}));
+        headers_as_text = redacted(&headers_as_text);
+        assert_eq!(
+            Value::Object(headers_as_text.config),
+            json!({"headers": MASK})
+        );
+    }
+
+    #[test]
+    fn writing_the_mask_back_keeps_what_is_stored() {
+        let stored = source(json!({
+            "headers": {"Authorization": "Bearer a", "X-Tenant": "t"},
+            "nested": {"list": [{"api_key": "k"}]},
+            "token": {"value": "v"}
+        }));
+        let mut written = redacted(&stored);
+        written.config.insert("plain".to_owned(), json!(MASK));
+        assert!(keep_stored(&mut written, Some(&stored)).is_empty());
+        let mut expected = stored.config.clone();
+        // A mask where no secret goes is text like any other.
+        expected.insert("plain".to_owned(), json!(MASK));
+        assert_eq!(written.config, expected);
+    }
+
+    #[test]
+    fn a_mask_with_nothing_stored_behind_it_names_its_field() {
+        let stored = source(json!({"headers": {"Authorization": "Bearer a"}}));
+        let mut written = source(json!({
+            "headers": {"Authorization": MASK, "X-New": MASK},
+            "nested": {"list": [{"Token": MASK}]}
+        }));
+        let fields: Vec<String> = keep_stored(&mut written, Some(&stored))
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(
+            fields,
+            ["config.headers.X-New", "config.nested.list[0].Token"]
+        );
+        let mut new = source(json!({"secret": MASK}));
+        let fields: Vec<String> = keep_stored(&mut new, None)
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["config.secret"]);
+    }
+}
