@@ -123,12 +123,14 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .await
         .expect(StatusCode::OK)
         .json();
-    let revisions: Vec<u64> = audit["data"]
+    let mut revisions: Vec<u64> = audit["data"]
         .as_array()
         .expect("records")
         .iter()
         .filter_map(|r| r["revision"].as_u64())
         .collect();
+    // The catalog replace of revision 1 wrote one record per entity it created.
+    revisions.dedup();
     assert_eq!(revisions, [revision, revision + 1, revision + 2]);
 }
 

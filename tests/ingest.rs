@@ -591,13 +591,20 @@ async fn mcp_server_tools_are_imported_refreshed_and_reach_agents() {
     assert_eq!(search["method"], "MCP");
     assert_eq!(search["path"], "mcp://Docs MCP/search_docs");
     assert_eq!(search["description"], "Search the documentation.");
-    assert_eq!(search["tags"], json!(["read-only"]));
+    // No destructiveHint: assumed destructive, as MCP says (SEMANTICS.md section 9), even
+    // beside readOnlyHint; openWorldHint is false.
+    assert_eq!(search["tags"], json!(["read-only", "destructive"]));
     assert_eq!(search["input_schema"]["required"], json!(["query"]));
     assert_eq!(
         search["input_schema"]["properties"]["limit"]["default"],
         json!(10)
     );
-    assert_eq!(tools[0]["tags"], json!(["destructive", "idempotent"]));
+    // No openWorldHint: assumed open-world.
+    assert_eq!(
+        tools[0]["tags"],
+        json!(["destructive", "idempotent", "open-world"])
+    );
+    assert_eq!(tools[2]["tags"], json!(["destructive", "open-world"]));
     assert_eq!(
         tools[2]["output_schema"]["properties"]["words"]["type"],
         json!("integer"),
@@ -689,7 +696,10 @@ async fn imported_tools_appear_on_live_streams_through_group_selectors() {
     let event = reader.event(WAIT).await;
     assert_eq!(event.event, "tools_changed");
     assert_eq!(event.ids("added"), ["docs:search_docs"]);
-    assert_eq!(event.json()["added"][0]["tags"], json!(["read-only"]));
+    assert_eq!(
+        event.json()["added"][0]["tags"],
+        json!(["read-only", "destructive"])
+    );
     let event = staff.event(WAIT).await;
     assert_eq!(event.ids("added"), ["docs:delete_doc", "docs:search_docs"]);
 
