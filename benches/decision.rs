@@ -1,7 +1,7 @@
 //! Benchmarks of the pure decision core on generated catalogs (see `support/catalog_gen.rs`).
 //!
-//! - `compile/{large,typical}`: `Snapshot::compile` of a catalog (the clone it consumes is made
-//!   outside the timed section);
+//! - `compile/{large,typical}`: `Snapshot::compile_with` of a catalog on the machine's threads,
+//!   as the service compiles (the clone it consumes is made outside the timed section);
 //! - `manifest/{large_20_policies,typical}`: `Snapshot::manifest` for one set of claims with
 //!   default options (decision + visibility + entries + etag), no serialisation;
 //! - `manifest_json/large_20_policies`: the same plus `Manifest::to_json`;
@@ -27,6 +27,7 @@ use toolgate::domain::fingerprint::Fingerprint;
 use toolgate::domain::manifest::ManifestOptions;
 use toolgate::domain::snapshot::Snapshot;
 use toolgate::domain::validate::validate;
+use toolgate::service::Threads;
 
 /// Policies the large-catalog agent should match.
 const LARGE_MATCHED: usize = 20;
@@ -46,8 +47,8 @@ fn fixture(label: &str, spec: &Spec, matched: usize) -> Fixture {
         errors.is_empty(),
         "{label}: generated catalog invalid: {errors:?}"
     );
-    let snapshot =
-        Snapshot::compile(generated.catalog.clone(), 1).expect("a valid catalog compiles");
+    let snapshot = Snapshot::compile_with(generated.catalog.clone(), 1, &Threads::available())
+        .expect("a valid catalog compiles");
     let claims = generated.claims_matching_about(matched);
     report(label, &generated, &snapshot, &claims, matched);
     Fixture {
@@ -102,7 +103,9 @@ fn benches(c: &mut Criterion) {
         compile.bench_function(name, |b| {
             b.iter_batched(
                 || fixture.generated.catalog.clone(),
-                |catalog| Snapshot::compile(catalog, 1).expect("compiles"),
+                |catalog| {
+                    Snapshot::compile_with(catalog, 1, &Threads::available()).expect("compiles")
+                },
                 BatchSize::LargeInput,
             )
         });
@@ -140,7 +143,10 @@ fn benches(c: &mut Criterion) {
     cold.measurement_time(Duration::from_secs(3));
     cold.bench_function("large_20_policies", |b| {
         b.iter_batched(
-            || Snapshot::compile(large.generated.catalog.clone(), 1).expect("compiles"),
+            || {
+                Snapshot::compile_with(large.generated.catalog.clone(), 1, &Threads::available())
+                    .expect("compiles")
+            },
             |snapshot| black_box(snapshot.manifest(black_box(&large.claims), &defaults).len()),
             BatchSize::LargeInput,
         )

@@ -34,7 +34,8 @@ fn main() {
     for _ in 0..runs {
         let input = catalog.clone();
         let (start_cpu, start_wall) = (process_cpu(), std::time::Instant::now());
-        let snapshot = Snapshot::compile(input, 1).expect("compiles");
+        let snapshot = Snapshot::compile_with(input, 1, &toolgate::service::Threads::available())
+            .expect("compiles");
         cpu.push(process_cpu() - start_cpu);
         wall.push(start_wall.elapsed());
         drop(snapshot);

@@ -141,7 +141,8 @@ fn measure(json: &str) {
         catalog.policies.len(),
     );
     PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
-    let snapshot = Snapshot::compile(catalog, 1).expect("a generated catalog compiles");
+    let snapshot = Snapshot::compile_with(catalog, 1, &toolgate::service::Threads::available())
+        .expect("a generated catalog compiles");
     let compiled = mark();
     let peak = PEAK.load(Ordering::Relaxed);
     // Measured last so that the clone's freed memory cannot flatter the resident sets above.

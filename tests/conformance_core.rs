@@ -1,4 +1,5 @@
-//! Runs every case of `../shared/conformance/*.json` straight against the decision core.
+//! Runs every case of `tests/conformance/*.json` straight against the decision core, and keeps
+//! that copy equal to the team's shared cases when they are beside the repository.
 
 mod support;
 
@@ -10,6 +11,7 @@ fn conformance_cases_hold_against_the_core() {
     let suites = support::conformance::load_all();
     assert!(!suites.is_empty(), "no conformance suites found");
     let mut checks = 0;
+    let mut non_empty = 0;
     for suite in suites {
         let mut catalog = suite.catalog.clone();
         catalog.normalize();
@@ -29,7 +31,38 @@ fn conformance_cases_hold_against_the_core() {
                 suite.name, check.name
             );
             checks += 1;
+            non_empty += usize::from(!check.expect_tool_ids.is_empty());
         }
     }
-    assert!(checks > 0);
+    // Agreement on nothing but empty manifests would prove nothing.
+    assert!(
+        non_empty * 2 >= checks,
+        "{non_empty} of {checks} checks expect tools"
+    );
+}
+
+#[test]
+fn the_repository_copy_equals_the_shared_cases_when_they_are_here() {
+    let shared = support::conformance::shared_dir();
+    if !shared.is_dir() {
+        println!("{} is not here: nothing to compare", shared.display());
+        return;
+    }
+    let name = |path: &std::path::PathBuf| path.file_name().map(|n| n.to_owned());
+    let ours = support::conformance::case_files(&support::conformance::dir());
+    let theirs = support::conformance::case_files(&shared);
+    assert_eq!(
+        ours.iter().map(name).collect::<Vec<_>>(),
+        theirs.iter().map(name).collect::<Vec<_>>(),
+        "run scripts/sync-conformance.sh"
+    );
+    for (ours, theirs) in ours.iter().zip(&theirs) {
+        let read = |path: &std::path::PathBuf| std::fs::read(path).expect("readable");
+        assert!(
+            read(ours) == read(theirs),
+            "{} differs from {}: run scripts/sync-conformance.sh",
+            ours.display(),
+            theirs.display()
+        );
+    }
 }

@@ -29,6 +29,7 @@ use std::time::Duration;
 use crate::auth::AuthSettings;
 use crate::domain::model::ClaimMatcher;
 use crate::http::limit::{Budget, RateLimits};
+pub use crate::telemetry::LogFormat;
 use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
@@ -66,16 +67,6 @@ pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 30;
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 /// Default `service.name` of exported traces and metrics.
 pub const DEFAULT_OTEL_SERVICE_NAME: &str = "toolgate";
-
-/// How log lines are written to stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    #[default]
-    Text,
-    /// One JSON object per line, for log collectors.
-    Json,
-}
 
 /// What the command line says about settings; `None`/`false` means "the flag was not given".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -19,3 +19,4 @@ mod selection;
 pub mod snapshot;
 pub mod source_config;
 pub mod validate;
+pub mod workers;

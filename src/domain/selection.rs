@@ -6,9 +6,10 @@
 //! matching it), so they are done as little and as much in parallel as possible: each distinct
 //! pattern is compiled once whatever the number of groups using it, matched once per distinct
 //! field value rather than per tool, and [`SelectionIndex::prepare`] does all of them up front
-//! over the available cores, since they are independent of each other.
+//! over the caller's [`Workers`], since they are independent of each other.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fixedbitset::FixedBitSet;
@@ -16,6 +17,7 @@ use fixedbitset::FixedBitSet;
 use super::model::{Selector, Tool, ToolGroup};
 use super::pattern::Pattern;
 use super::snapshot::CompileError;
+use super::workers::Workers;
 
 /// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
 /// pattern shared by many groups is matched against the tools once, and a pattern is matched
@@ -116,10 +118,10 @@ impl<'c> SelectionIndex<'c> {
         Ok(result)
     }
 
-    /// Compiles and matches, spread over the available cores, every distinct pattern the
-    /// groups' selectors use, so that [`SelectionIndex::matching`] finds them all cached. A
-    /// pattern that does not compile is left out: `matching` reports it, with its field path.
-    pub(super) fn prepare(&mut self, groups: &'c [ToolGroup]) {
+    /// Compiles and matches, spread over `workers`, every distinct pattern the groups'
+    /// selectors use, so that [`SelectionIndex::matching`] finds them all cached. A pattern
+    /// that does not compile is left out: `matching` reports it, with its field path.
+    pub(super) fn prepare(&mut self, groups: &'c [ToolGroup], workers: &dyn Workers) {
         let mut wanted: Vec<(Field, &'c str)> = Vec::new();
         for selector in groups.iter().flat_map(|group| &group.selectors) {
             for (field, pattern) in patterns_of(selector) {
@@ -128,39 +130,28 @@ impl<'c> SelectionIndex<'c> {
         }
         wanted.sort_unstable_by_key(|&(field, pattern)| (field as usize, pattern));
         wanted.dedup();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(wanted.len() / PATTERNS_PER_THREAD)
-            .max(1);
         // Patterns differ widely in cost (a `regex:` one costs a hundred times a literal, and
         // they sort together), so workers take the next pattern as they go rather than a
         // fixed share.
         let next = AtomicUsize::new(0);
+        let matched: Mutex<Vec<(Field, &'c str, FixedBitSet)>> = Mutex::new(Vec::new());
         let this = &*self;
-        let work = || {
+        let job = || {
             let mut done = Vec::new();
-            loop {
-                let Some(&(field, pattern)) = wanted.get(next.fetch_add(1, Ordering::Relaxed))
-                else {
-                    return done;
-                };
+            while let Some(&(field, pattern)) = wanted.get(next.fetch_add(1, Ordering::Relaxed)) {
                 if let Ok(tools) = this.tools_matching(field, pattern) {
                     done.push((field, pattern, tools));
                 }
             }
-        };
-        let matched: Vec<(Field, &'c str, FixedBitSet)> = std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-            let mut matched = work();
-            for helper in helpers {
-                matched.extend(
-                    helper
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                );
-            }
             matched
-        });
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .extend(done);
+        };
+        workers.run((wanted.len() / PATTERNS_PER_THREAD).max(1), &job);
+        let matched = matched
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         for (field, pattern, tools) in matched {
             self.cache(field).insert(pattern, tools);
         }
@@ -213,7 +204,7 @@ impl<'c> FieldValues<'c> {
     }
 }
 
-/// Below this many patterns per thread, spawning threads costs more than it saves.
+/// Below this many patterns per thread, more threads cost more than they save.
 const PATTERNS_PER_THREAD: usize = 32;
 
 /// The pattern criteria of a selector that narrow anything: `*` does not, nor does a path or
@@ -304,6 +295,20 @@ mod tests {
         (tools, sources, groups)
     }
 
+    /// Real threads, as the service gives them, so that the work is really shared.
+    struct ScopedThreads;
+
+    impl Workers for ScopedThreads {
+        fn run(&self, at_most: usize, job: &(dyn Fn() + Sync)) {
+            std::thread::scope(|scope| {
+                for _ in 1..at_most.min(4) {
+                    scope.spawn(job);
+                }
+                job();
+            });
+        }
+    }
+
     fn index<'c>(tools: &'c [Tool], sources: &'c [Source]) -> SelectionIndex<'c> {
         let mut index = SelectionIndex::with_capacity(tools.len());
         for (i, tool) in tools.iter().enumerate() {
@@ -317,7 +322,7 @@ mod tests {
     fn prepared_patterns_select_exactly_what_matching_alone_does() {
         let (tools, sources, groups) = fixture();
         let mut prepared = index(&tools, &sources);
-        prepared.prepare(&groups);
+        prepared.prepare(&groups, &ScopedThreads);
         let distinct = prepared.by_name_pattern.len()
             + prepared.by_path_pattern.len()
             + prepared.by_source_pattern.len()
@@ -343,7 +348,7 @@ mod tests {
         let (tools, sources, mut groups) = fixture();
         groups[7].selectors[0].name_pattern = "regex:op(".to_owned();
         let mut index = index(&tools, &sources);
-        index.prepare(&groups);
+        index.prepare(&groups, &ScopedThreads);
         let error = index
             .matching(&groups[7].selectors[0])
             .expect_err("invalid");

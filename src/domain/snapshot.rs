@@ -20,6 +20,7 @@ use super::claims::{ClaimPath, CompiledMatcher};
 use super::manifest::ToolEntry;
 use super::model::Catalog;
 use super::selection::SelectionIndex;
+use super::workers::{OnThisThread, Workers};
 
 /// A compiled, immutable catalog at one revision. Share it behind an `Arc`.
 #[derive(Debug)]
@@ -114,9 +115,20 @@ impl CompileError {
 }
 
 impl Snapshot {
-    /// Compiles a (normalised) catalog. Dangling references are tolerated and contribute
-    /// nothing, as SEMANTICS.md says; only patterns, paths and matcher values must be valid.
+    /// Compiles a (normalised) catalog on the calling thread. Dangling references are
+    /// tolerated and contribute nothing, as SEMANTICS.md says; only patterns, paths and
+    /// matcher values must be valid.
     pub fn compile(catalog: Catalog, revision: u64) -> Result<Snapshot, CompileError> {
+        Snapshot::compile_with(catalog, revision, &OnThisThread)
+    }
+
+    /// [`Snapshot::compile`] with independent work (the selector patterns) spread over
+    /// `workers`.
+    pub fn compile_with(
+        catalog: Catalog,
+        revision: u64,
+        workers: &dyn Workers,
+    ) -> Result<Snapshot, CompileError> {
         // Tools in id order; of tools sharing an id, the first. (A catalog read from a store
         // is usually in id order already, which the sort notices in one pass.)
         let mut order: Vec<(&str, usize)> = catalog
@@ -156,7 +168,7 @@ impl Snapshot {
                 entry: OnceLock::new(),
             });
         }
-        selection.prepare(&catalog.groups);
+        selection.prepare(&catalog.groups, workers);
         let tool_ids: HashMap<&str, u32> = order
             .iter()
             .enumerate()

@@ -68,7 +68,7 @@ impl AppState {
     /// subject has spent it.
     pub fn limit(&self, class: RouteClass, caller: &Agent) -> Result<(), ApiError> {
         self.limits.check(class, caller.sub()).map_err(|limited| {
-            self.metrics.rate_limited(class);
+            self.metrics.rate_limited(class.name());
             ApiError::from(limited)
         })
     }

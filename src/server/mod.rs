@@ -23,7 +23,7 @@ use crate::cache::ManifestCache;
 use crate::cache::redis::{SharedCache, SharedKey};
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
-use crate::http::limit::{Limiters, RateLimits};
+use crate::http::limit::{Limiters, RateLimits, RouteClass};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{Actor, AuditNote, CatalogService, Mutation};
@@ -32,12 +32,12 @@ use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::observed::ObservedStore;
 use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
-use crate::telemetry::observed::Observed;
 use crate::telemetry::{Metrics, OtlpSettings};
 
 mod activity;
 pub mod fd_limit;
 mod listen;
+mod observed;
 
 pub use listen::ConnectionLimits;
 
@@ -257,6 +257,7 @@ pub async fn start(
     let metrics = tokio::task::spawn_blocking(move || Metrics::new(otlp.as_ref()))
         .await
         .context("setting up metrics")??;
+    metrics.rate_limit_classes(&RouteClass::ALL.map(RouteClass::name));
     let metrics = Arc::new(metrics);
     let store: Arc<dyn CatalogStore> = Arc::new(ObservedStore::new(store, Arc::clone(&metrics)));
     let redis = match &config.redis_url {
@@ -281,7 +282,7 @@ pub async fn start(
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
-    crate::bus::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
+    crate::service::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
     let hub = StreamHub::new(
         HubLimits {
             max_streams_per_subject: config.max_streams_per_subject,
@@ -306,13 +307,16 @@ pub async fn start(
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
     };
-    metrics.observe(Observed {
-        cache: Arc::downgrade(&state.cache),
-        hub: Arc::downgrade(&state.hub),
-        catalog: Arc::downgrade(&state.catalog),
-        redis: state.redis.as_ref().map(Arc::downgrade),
-        shared: state.shared.as_ref().map(Arc::downgrade),
-    });
+    observed::register(
+        &metrics,
+        observed::Observed {
+            cache: Arc::downgrade(&state.cache),
+            hub: Arc::downgrade(&state.hub),
+            catalog: Arc::downgrade(&state.catalog),
+            redis: state.redis.as_ref().map(Arc::downgrade),
+            shared: state.shared.as_ref().map(Arc::downgrade),
+        },
+    );
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;

@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use super::diff::changes_between;
 use super::precondition::Precondition;
+use super::threads::Threads;
 use crate::bus::{CatalogChange, ChangeBus, LocalBus};
 use crate::domain::model::Catalog;
 use crate::domain::secrets;
@@ -406,13 +407,14 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
     if changes.is_empty() {
         return Ok(Prepared::Unchanged);
     }
-    let snapshot = Snapshot::compile(catalog, base.revision() + 1).map_err(|error| {
-        WriteError::Invalid(vec![FieldError {
-            field: error.field,
-            message: error.message,
-            kind: ErrorKind::Invalid,
-        }])
-    })?;
+    let snapshot = Snapshot::compile_with(catalog, base.revision() + 1, &Threads::available())
+        .map_err(|error| {
+            WriteError::Invalid(vec![FieldError {
+                field: error.field,
+                message: error.message,
+                kind: ErrorKind::Invalid,
+            }])
+        })?;
     Ok(Prepared::Ready(Box::new(snapshot), changes))
 }
 
@@ -452,7 +454,11 @@ async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> 
     let mut catalog = stored.catalog;
     catalog.normalize();
     catalog.sort_by_id();
-    Ok(Snapshot::compile(catalog, stored.revision)?)
+    Ok(Snapshot::compile_with(
+        catalog,
+        stored.revision,
+        &Threads::available(),
+    )?)
 }
 
 #[cfg(test)]

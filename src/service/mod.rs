@@ -3,10 +3,14 @@
 
 pub mod catalog;
 mod diff;
+pub mod follow;
 pub mod ingest;
 pub mod periodic;
 mod precondition;
+pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use follow::follow;
 pub use ingest::{RefreshError, refresh_source};
 pub use precondition::Precondition;
+pub use threads::Threads;

@@ -11,8 +11,8 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::registry::LookupSpan;
 
+use super::LogFormat;
 use super::TelemetryError;
-use crate::config::LogFormat;
 
 /// The filter of log lines: `level` as target directives (e.g. `info` or
 /// `toolgate=debug,tower_http=info`).

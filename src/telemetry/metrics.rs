@@ -31,11 +31,10 @@ use opentelemetry_sdk::metrics::{
     InstrumentKind, ManualReader, Pipeline, SdkMeterProvider, Temporality,
 };
 
-use super::observed::{self, AgentCounts, Observed};
+use super::observed::{self, AgentCounts, Reading, ReadingKind};
 use super::otel::{self, OtlpSettings};
 use super::striped::StripedHistogram;
 use super::{TelemetryError, prometheus};
-use crate::http::limit::RouteClass;
 
 /// Distinct route templates labelled; more (which the router cannot produce) count as `other`.
 pub const MAX_ROUTES: usize = 256;
@@ -141,12 +140,6 @@ impl Metrics {
             meter,
             routes: RouteNames::default(),
         };
-        // Written from the start, at 0, rather than appearing with the first refusal.
-        for class in RouteClass::ALL {
-            metrics
-                .rate_limited
-                .add(0, &[KeyValue::new("class", class.name())]);
-        }
         metrics.connections_refused.add(0, &[]);
         Ok(metrics)
     }
@@ -185,10 +178,17 @@ impl Metrics {
         }
     }
 
-    /// One request refused by a rate limit.
-    pub fn rate_limited(&self, class: RouteClass) {
-        self.rate_limited
-            .add(1, &[KeyValue::new("class", class.name())]);
+    /// Writes the rate-limit counter of each class from the start, at 0, rather than having it
+    /// appear with the first refusal. (The classes are the HTTP layer's; telemetry only counts.)
+    pub fn rate_limit_classes(&self, classes: &[&'static str]) {
+        for class in classes {
+            self.rate_limited.add(0, &[KeyValue::new("class", *class)]);
+        }
+    }
+
+    /// One request of route class `class` refused by a rate limit.
+    pub fn rate_limited(&self, class: &'static str) {
+        self.rate_limited.add(1, &[KeyValue::new("class", class)]);
     }
 
     /// One connection closed at once because the connection cap was reached.
@@ -207,9 +207,16 @@ impl Metrics {
         );
     }
 
-    /// Registers the values the gateway counts itself, read at each collection.
-    pub fn observe(&self, gateway: Observed) {
-        observed::register(&self.meter, gateway);
+    /// Registers an instrument whose values `read` returns at each collection (a count the
+    /// gateway keeps itself: cache lookups, open streams, the revision…), never on a request.
+    pub fn observe(
+        &self,
+        kind: ReadingKind,
+        name: &'static str,
+        description: &'static str,
+        read: impl Fn() -> Vec<Reading> + Send + Sync + 'static,
+    ) {
+        observed::register(&self.meter, kind, name, description, read);
     }
 
     /// Everything recorded so far, as Prometheus text.

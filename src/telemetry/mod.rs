@@ -24,10 +24,19 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use crate::config::LogFormat;
-
 pub use metrics::Metrics;
+pub use observed::{Reading, ReadingKind};
 pub use otel::{OtlpProtocol, OtlpSettings};
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
 
 /// Why telemetry could not be set up.
 #[derive(Debug, thiserror::Error)]

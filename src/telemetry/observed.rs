@@ -1,28 +1,38 @@
-//! What the gateway already counts for itself (cache lookups, streams, events, revision, Redis
-//! health) and the agent counters kept off the OpenTelemetry hot path, registered as
-//! observable instruments: read at each collection, never on a request.
+//! Values read at collection time, never on a request: the agent counters kept off the
+//! OpenTelemetry hot path, and whatever the rest of the gateway counts for itself (cache
+//! lookups, streams, events, revision, Redis health), which it registers here as callbacks.
+//! Telemetry knows nothing of those parts: the server hands in what to read (instruments are
+//! passed in, telemetry imports nothing above it).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::Meter;
 
 use super::striped::StripedCounter;
-use crate::cache::ManifestCache;
-use crate::cache::redis::SharedCache;
-use crate::redis_link::RedisLink;
-use crate::service::CatalogService;
-use crate::stream::StreamHub;
-use crate::stream::frame::EventKind;
 
-/// The parts of a running gateway whose own counters are observed at collection time. Weak:
-/// metrics must not keep a stopped server's store or streams alive.
-pub struct Observed {
-    pub cache: Weak<ManifestCache>,
-    pub hub: Weak<StreamHub>,
-    pub catalog: Weak<CatalogService>,
-    pub redis: Option<Weak<RedisLink>>,
-    pub shared: Option<Weak<SharedCache>>,
+/// One value read at collection, with at most one label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    pub value: u64,
+    /// `(key, value)` of the label, if any.
+    pub label: Option<(&'static str, &'static str)>,
+}
+
+impl Reading {
+    /// A value without labels.
+    pub fn of(value: u64) -> Reading {
+        Reading { value, label: None }
+    }
+}
+
+/// How a read value behaves over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadingKind {
+    /// Only grows (exported with `_total`).
+    Counter,
+    /// Goes up and down.
+    Gauge,
 }
 
 /// The reference design's counters, counted on the hot path and observed at collection.
@@ -76,116 +86,41 @@ fn observe_count(
         .build();
 }
 
-/// Registers the values the gateway counts itself, read at each collection.
-pub(super) fn register(meter: &Meter, gateway: Observed) {
-    let Observed {
-        cache,
-        hub,
-        catalog,
-        redis,
-        shared,
-    } = gateway;
-    meter
-        .u64_observable_counter("toolgate.manifest_cache.lookups")
-        .with_description("Lookups in this instance's cache of rendered manifests")
-        .with_callback(move |observer| {
-            if let Some(cache) = cache.upgrade() {
-                let (hits, misses) = cache.stats();
-                observer.observe(hits, &[KeyValue::new("result", "hit")]);
-                observer.observe(misses, &[KeyValue::new("result", "miss")]);
+/// Registers an instrument whose values `read` returns at each collection. A part of the
+/// gateway that has gone away (the callback holds it weakly) simply returns nothing.
+pub(super) fn register(
+    meter: &Meter,
+    kind: ReadingKind,
+    name: &'static str,
+    description: &'static str,
+    read: impl Fn() -> Vec<Reading> + Send + Sync + 'static,
+) {
+    let observe = move |observer: &dyn Fn(u64, &[KeyValue])| {
+        for reading in read() {
+            match reading.label {
+                Some((key, value)) => observer(reading.value, &[KeyValue::new(key, value)]),
+                None => observer(reading.value, &[]),
             }
-        })
-        .build();
-    let subscribers = hub.clone();
-    meter
-        .u64_observable_gauge("toolgate.sse.subscribers")
-        .with_description("Open manifest streams")
-        .with_callback(move |observer| {
-            if let Some(hub) = subscribers.upgrade() {
-                observer.observe(hub.subscriber_count() as u64, &[]);
-            }
-        })
-        .build();
-    let events = hub.clone();
-    meter
-        .u64_observable_counter("toolgate.sse.events_sent")
-        .with_description("Events written to manifest streams, by event (pings excluded)")
-        .with_callback(move |observer| {
-            if let Some(hub) = events.upgrade() {
-                for kind in EventKind::ALL {
-                    observer.observe(
-                        hub.events_sent(kind),
-                        &[KeyValue::new("event", kind.name())],
-                    );
-                }
-            }
-        })
-        .build();
-    meter
-        .u64_observable_counter("toolgate.sse.coalesced")
-        .with_description("Times a slow stream was coalesced to a fresh snapshot")
-        .with_callback(move |observer| {
-            if let Some(hub) = hub.upgrade() {
-                observer.observe(hub.lagged_count(), &[]);
-            }
-        })
-        .build();
-    meter
-        .u64_observable_gauge("toolgate.catalog.revision")
-        .with_description("The catalog revision this instance serves")
-        .with_callback(move |observer| {
-            if let Some(catalog) = catalog.upgrade() {
-                observer.observe(catalog.snapshot().revision(), &[]);
-            }
-        })
-        .build();
-    if let Some(redis) = redis {
-        observe_redis(meter, redis);
+        }
+    };
+    match kind {
+        ReadingKind::Counter => {
+            meter
+                .u64_observable_counter(name)
+                .with_description(description)
+                .with_callback(move |observer| {
+                    observe(&|value, labels| observer.observe(value, labels))
+                })
+                .build();
+        }
+        ReadingKind::Gauge => {
+            meter
+                .u64_observable_gauge(name)
+                .with_description(description)
+                .with_callback(move |observer| {
+                    observe(&|value, labels| observer.observe(value, labels))
+                })
+                .build();
+        }
     }
-    if let Some(shared) = shared {
-        meter
-            .u64_observable_counter("toolgate.redis.rejected_entries")
-            .with_description(
-                "Shared access entries ignored because they were unreadable or failed the \
-                 integrity check (tampering, or an instance with another secret)",
-            )
-            .with_callback(move |observer| {
-                if let Some(shared) = shared.upgrade() {
-                    observer.observe(shared.rejected_count(), &[]);
-                }
-            })
-            .build();
-    }
-}
-
-fn observe_redis(meter: &Meter, redis: Weak<RedisLink>) {
-    let errors = redis.clone();
-    meter
-        .u64_observable_counter("toolgate.redis.errors")
-        .with_description("Redis calls that failed or timed out")
-        .with_callback(move |observer| {
-            if let Some(link) = errors.upgrade() {
-                observer.observe(link.health().counts().0, &[]);
-            }
-        })
-        .build();
-    let outages = redis.clone();
-    meter
-        .u64_observable_counter("toolgate.redis.outages")
-        .with_description("Times Redis went from reachable to unreachable")
-        .with_callback(move |observer| {
-            if let Some(link) = outages.upgrade() {
-                observer.observe(link.health().counts().1, &[]);
-            }
-        })
-        .build();
-    meter
-        .u64_observable_gauge("toolgate.redis.degraded")
-        .with_description("1 while Redis is unreachable (serving from the local snapshot)")
-        .with_callback(move |observer| {
-            if let Some(link) = redis.upgrade() {
-                observer.observe(u64::from(link.health().is_down()), &[]);
-            }
-        })
-        .build();
 }

@@ -1,5 +1,6 @@
-//! Loads the shared conformance cases (`../shared/conformance/*.json`): a catalog, then checks of
-//! claims (+ query) → expected tool ids.
+//! Loads the conformance cases (`tests/conformance/*.json`, the repository's copy of the team's
+//! shared cases; `scripts/sync-conformance.sh` refreshes it): a catalog, then checks of claims
+//! (+ query) → expected tool ids.
 
 use std::path::PathBuf;
 
@@ -60,19 +61,30 @@ impl Check {
     }
 }
 
-/// The shared folder sits beside the repository (in CI too).
+/// The repository's copy of the cases: the tests never depend on anything outside the clone.
 pub fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+/// Where the team's shared cases live when the repository sits in the team's workspace; the
+/// copy in [`dir`] must then equal them.
+pub fn shared_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance")
 }
 
-pub fn load_all() -> Vec<Suite> {
-    let dir = dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The `.json` files of `dir`, sorted.
+pub fn case_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     paths.sort();
+    paths
+}
+
+pub fn load_all() -> Vec<Suite> {
+    let paths = case_files(&dir());
     paths
         .iter()
         .map(|path| {

@@ -1,0 +1,146 @@
+//! What a running gateway counts for itself, registered with its metrics as values read at
+//! each collection: cache lookups, open streams and the events they were sent, the revision
+//! served, Redis health and rejected shared entries. Held weakly: metrics must not keep a
+//! stopped server's store or streams alive.
+
+use std::sync::Weak;
+
+use crate::cache::ManifestCache;
+use crate::cache::redis::SharedCache;
+use crate::redis_link::RedisLink;
+use crate::service::CatalogService;
+use crate::stream::StreamHub;
+use crate::stream::frame::EventKind;
+use crate::telemetry::{Metrics, Reading, ReadingKind};
+
+/// The parts of a running gateway whose own counters are observed.
+pub struct Observed {
+    pub cache: Weak<ManifestCache>,
+    pub hub: Weak<StreamHub>,
+    pub catalog: Weak<CatalogService>,
+    pub redis: Option<Weak<RedisLink>>,
+    pub shared: Option<Weak<SharedCache>>,
+}
+
+/// The readings of `part`, or none once it has gone away.
+fn read<T>(part: &Weak<T>, readings: impl Fn(&T) -> Vec<Reading>) -> Vec<Reading> {
+    part.upgrade()
+        .map(|part| readings(&part))
+        .unwrap_or_default()
+}
+
+/// Registers every value of `gateway` with `metrics`.
+pub fn register(metrics: &Metrics, gateway: Observed) {
+    let Observed {
+        cache,
+        hub,
+        catalog,
+        redis,
+        shared,
+    } = gateway;
+    use ReadingKind::{Counter, Gauge};
+    metrics.observe(
+        Counter,
+        "toolgate.manifest_cache.lookups",
+        "Lookups in this instance's cache of rendered manifests",
+        move || {
+            read(&cache, |cache| {
+                let (hits, misses) = cache.stats();
+                vec![
+                    Reading {
+                        value: hits,
+                        label: Some(("result", "hit")),
+                    },
+                    Reading {
+                        value: misses,
+                        label: Some(("result", "miss")),
+                    },
+                ]
+            })
+        },
+    );
+    let subscribers = hub.clone();
+    metrics.observe(
+        Gauge,
+        "toolgate.sse.subscribers",
+        "Open manifest streams",
+        move || {
+            read(&subscribers, |hub| {
+                vec![Reading::of(hub.subscriber_count() as u64)]
+            })
+        },
+    );
+    let events = hub.clone();
+    metrics.observe(
+        Counter,
+        "toolgate.sse.events_sent",
+        "Events written to manifest streams, by event (pings excluded)",
+        move || {
+            read(&events, |hub| {
+                EventKind::ALL
+                    .iter()
+                    .map(|&kind| Reading {
+                        value: hub.events_sent(kind),
+                        label: Some(("event", kind.name())),
+                    })
+                    .collect()
+            })
+        },
+    );
+    metrics.observe(
+        Counter,
+        "toolgate.sse.coalesced",
+        "Times a slow stream was coalesced to a fresh snapshot",
+        move || read(&hub, |hub| vec![Reading::of(hub.lagged_count())]),
+    );
+    metrics.observe(
+        Gauge,
+        "toolgate.catalog.revision",
+        "The catalog revision this instance serves",
+        move || {
+            read(&catalog, |catalog| {
+                vec![Reading::of(catalog.snapshot().revision())]
+            })
+        },
+    );
+    if let Some(redis) = redis {
+        register_redis(metrics, redis);
+    }
+    if let Some(shared) = shared {
+        metrics.observe(
+            Counter,
+            "toolgate.redis.rejected_entries",
+            "Shared access entries ignored because they were unreadable or failed the \
+             integrity check (tampering, or an instance with another secret)",
+            move || read(&shared, |shared| vec![Reading::of(shared.rejected_count())]),
+        );
+    }
+}
+
+fn register_redis(metrics: &Metrics, redis: Weak<RedisLink>) {
+    use ReadingKind::{Counter, Gauge};
+    let errors = redis.clone();
+    metrics.observe(
+        Counter,
+        "toolgate.redis.errors",
+        "Redis calls that failed or timed out",
+        move || read(&errors, |link| vec![Reading::of(link.health().counts().0)]),
+    );
+    let outages = redis.clone();
+    metrics.observe(
+        Counter,
+        "toolgate.redis.outages",
+        "Times Redis went from reachable to unreachable",
+        move || read(&outages, |link| vec![Reading::of(link.health().counts().1)]),
+    );
+    metrics.observe(
+        Gauge,
+        "toolgate.redis.degraded",
+        "1 while Redis is unreachable (serving from the local snapshot)",
+        move || {
+            read(&redis, |link| {
+                vec![Reading::of(u64::from(link.health().is_down()))]
+            })
+        },
+    );
+}
