@@ -1,28 +1,19 @@
 //! `GET /agents/tools` (and its alias `/api/agents/tools`): the hot path.
 //!
-//! Token → claims → claims key → cached bytes. On a hit the handler verifies the token (from
-//! memory, for a token seen before), hashes the claims the policies read, does one cache lookup
-//! and writes the stored bytes; the manifest is computed and rendered only on a miss, once per
-//! (claims key, options, revision).
-
-use std::sync::Arc;
-use std::time::Instant;
+//! Token → claims → claims key → cached bytes: the handler verifies the token (from memory, for
+//! a token seen before), parses the options and asks the manifest service
+//! ([`crate::service::Manifests`]), which computes and renders a manifest only on a miss.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tracing::field::Empty;
 
 use super::AppState;
 use super::errors::ApiError;
 use super::extract::{Agent, IfNoneMatch, QueryPairs};
 use super::limit::RouteClass;
-use crate::auth::VerifiedToken;
-use crate::cache::{CacheKey, RenderedManifest};
-use crate::domain::claims::Claims;
 use crate::domain::manifest::{Manifest, ManifestOptions};
-use crate::domain::snapshot::Snapshot;
 
 /// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
 /// boolean is a 400 that names it, so a typo (`groups=`) never silently widens a manifest.
@@ -99,129 +90,14 @@ pub async fn list_tools(
             &if_none_match,
         ));
     }
-    let rendered = rendered_manifest(&state, &snapshot, &agent.token, query.options).await;
+    let claims = agent.claims();
+    let key = state.manifests.key(&snapshot, claims, query.options);
+    let rendered = state.manifests.resolve(&snapshot, claims, key).await;
     Ok(manifest_response(
         rendered.body.clone(),
         &rendered.etag,
         &if_none_match,
     ))
-}
-
-/// How one resolution was served (the `cache` attribute of the `resolve` span).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CacheOutcome {
-    /// The rendered manifest was in this instance's cache.
-    Hit,
-    /// Rebuilt from an access decision another instance shared through Redis.
-    Shared,
-    /// The claims were evaluated here.
-    Miss,
-}
-
-impl CacheOutcome {
-    const fn name(self) -> &'static str {
-        match self {
-            CacheOutcome::Hit => "hit",
-            CacheOutcome::Shared => "shared",
-            CacheOutcome::Miss => "miss",
-        }
-    }
-}
-
-/// The cached rendering of this agent's manifest, counted as one resolution (metrics, and a
-/// `resolve` span saying how it was served and how many tools it holds).
-pub async fn rendered_manifest(
-    state: &AppState,
-    snapshot: &Snapshot,
-    token: &VerifiedToken,
-    options: ManifestOptions,
-) -> Arc<RenderedManifest> {
-    let started = Instant::now();
-    let span = tracing::debug_span!(
-        "resolve",
-        otel.name = "resolve manifest",
-        revision = snapshot.revision(),
-        cache = Empty,
-        tools = Empty,
-    );
-    let (rendered, outcome) =
-        crate::telemetry::in_span(&span, resolve(state, snapshot, token, options)).await;
-    span.record("cache", outcome.name())
-        .record("tools", rendered.tool_count);
-    state
-        .metrics
-        .resolution(rendered.tool_count, rendered.denied, started.elapsed());
-    rendered
-}
-
-/// On a miss: the access decision another instance shared for these claims at this revision
-/// if there is one (no claim evaluation), else the claims evaluated here, and shared.
-async fn resolve(
-    state: &AppState,
-    snapshot: &Snapshot,
-    token: &VerifiedToken,
-    options: ManifestOptions,
-) -> (Arc<RenderedManifest>, CacheOutcome) {
-    let claims = &token.claims;
-    let key = CacheKey::new(snapshot, state.admin_rule.paths(), claims, options);
-    let Some(shared) = &state.shared else {
-        return local(state, snapshot, claims, key);
-    };
-    if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
-        return (hit, CacheOutcome::Hit);
-    }
-    let access = shared.access(&key.fingerprint, snapshot.revision()).await;
-    let rebuilt = access
-        .as_ref()
-        .and_then(|access| snapshot.manifest_for_access(access, &key.options));
-    let (rendered, outcome) = match rebuilt {
-        Some(manifest) => (render(&manifest), CacheOutcome::Shared),
-        None => {
-            let (manifest, access) = snapshot.manifest_with_access(claims, &key.options);
-            shared.remember(&key.fingerprint, access, snapshot);
-            (render(&manifest), CacheOutcome::Miss)
-        }
-    };
-    state.cache.insert(key, Arc::clone(&rendered));
-    (rendered, outcome)
-}
-
-/// [`rendered_manifest`] without the shared cache and uncounted, for callers that cannot wait
-/// (a stream resynchronising from inside its event loop, which holds the claims it shares with
-/// its group rather than a token).
-pub fn render_local(
-    state: &AppState,
-    snapshot: &Snapshot,
-    claims: &Claims,
-    options: ManifestOptions,
-) -> Arc<RenderedManifest> {
-    let key = CacheKey::new(snapshot, state.admin_rule.paths(), claims, options);
-    local(state, snapshot, claims, key).0
-}
-
-/// `key` must be the key of `claims` at `snapshot`.
-fn local(
-    state: &AppState,
-    snapshot: &Snapshot,
-    claims: &Claims,
-    key: CacheKey,
-) -> (Arc<RenderedManifest>, CacheOutcome) {
-    if let Some(hit) = state.cache.get(&key, snapshot.revision()) {
-        return (hit, CacheOutcome::Hit);
-    }
-    let rendered = render(&snapshot.manifest(claims, &key.options));
-    state.cache.insert(key, Arc::clone(&rendered));
-    (rendered, CacheOutcome::Miss)
-}
-
-fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
-    Arc::new(RenderedManifest {
-        body: manifest.to_json().into(),
-        etag: manifest.etag().to_owned(),
-        revision: manifest.revision(),
-        tool_count: manifest.len(),
-        denied: manifest.is_denied(),
-    })
 }
 
 /// A manifest body followed by `"explanation": …`.

@@ -3,7 +3,7 @@
 //!
 //! `POST /bench/precomputed` (with an agent token) renders that agent's manifest once and keeps
 //! the bytes; `GET /bench/precomputed` then answers with exactly those bytes and headers and
-//! nothing else — no token, no fingerprint, no cache lookup. Comparing its throughput with
+//! nothing else — no token, no claims key, no cache lookup. Comparing its throughput with
 //! `GET /agents/tools` for the same agent measures what the hot path adds on top of writing
 //! bytes.
 
@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::AppState;
-use super::agents::rendered_manifest;
 use super::errors::ApiError;
 use super::extract::Agent;
 use crate::cache::RenderedManifest;
@@ -31,8 +30,13 @@ pub fn routes() -> Router<AppState> {
 
 async fn prepare(State(state): State<AppState>, agent: Agent) -> Result<Response, ApiError> {
     let snapshot = state.catalog.snapshot();
-    let rendered =
-        rendered_manifest(&state, &snapshot, &agent.token, ManifestOptions::default()).await;
+    let key = state
+        .manifests
+        .key(&snapshot, agent.claims(), ManifestOptions::default());
+    let rendered = state
+        .manifests
+        .resolve(&snapshot, agent.claims(), key)
+        .await;
     let count = rendered.tool_count;
     *PRECOMPUTED.write().unwrap_or_else(|p| p.into_inner()) = Some(rendered);
     Ok((StatusCode::OK, format!("{{\"tools\":{count}}}")).into_response())

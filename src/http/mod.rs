@@ -33,10 +33,8 @@ use self::errors::ApiError;
 use self::extract::Agent;
 use self::limit::{Limiters, RouteClass};
 use crate::auth::{AdminRule, Verifier};
-use crate::cache::ManifestCache;
-use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
-use crate::service::CatalogService;
+use crate::service::{CatalogService, Manifests};
 use crate::stream::StreamHub;
 use crate::telemetry::Metrics;
 
@@ -44,7 +42,8 @@ use crate::telemetry::Metrics;
 #[derive(Clone)]
 pub struct AppState {
     pub catalog: Arc<CatalogService>,
-    pub cache: Arc<ManifestCache>,
+    /// The one resolver of manifests (and their caches).
+    pub manifests: Arc<Manifests>,
     pub verifier: Verifier,
     pub admin_rule: Arc<AdminRule>,
     /// Largest accepted request body, bytes.
@@ -55,8 +54,6 @@ pub struct AppState {
     pub sse_ping: Duration,
     /// Redis, when configured: its health for `/readyz`.
     pub redis: Option<Arc<RedisLink>>,
-    /// The cache shared with other instances through Redis, when configured.
-    pub shared: Option<Arc<SharedCache>>,
     /// This server's metrics (`GET /metrics`, OTLP).
     pub metrics: Arc<Metrics>,
     /// Per-subject rate limits.

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::AppState;
-use super::agents::{AgentQuery, render_local, rendered_manifest};
+use super::agents::AgentQuery;
 use super::errors::ApiError;
 use super::extract::{Agent, QueryPairs};
 use super::limit::RouteClass;
@@ -43,7 +43,7 @@ async fn stream_tools(
             "explain is not available on the stream; use GET /agents/tools?explain=true".into(),
         ));
     }
-    let (subscription, snapshot) = state
+    let (subscription, snapshot, key) = state
         .hub
         .subscribe(
             &agent.subject(),
@@ -58,23 +58,23 @@ async fn stream_tools(
             },
             SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
         })?;
-    let rendered = rendered_manifest(&state, &snapshot, &agent.token, query.options.clone()).await;
+    let rendered = state
+        .manifests
+        .resolve(&snapshot, agent.claims(), key)
+        .await;
     drop(snapshot); // an idle stream must not pin an old snapshot
     let resumed = headers
         .get("last-event-id")
         .and_then(|value| value.to_str().ok())
         .is_some_and(|id| id.trim() == rendered.etag);
+    // A resynchronising stream renders its own manifest at the then current snapshot, through
+    // the manifest service (not back through this handler's state).
     let claims = Arc::clone(&subscription.claims);
-    let render_state = state.clone();
+    let catalog = Arc::clone(&state.catalog);
+    let manifests = Arc::clone(&state.manifests);
     let options = query.options;
-    let render = Box::new(move || {
-        render_local(
-            &render_state,
-            &render_state.catalog.snapshot(),
-            &claims,
-            options.clone(),
-        )
-    });
+    let render =
+        Box::new(move || manifests.resolve_local(&catalog.snapshot(), &claims, options.clone()));
     let connection = Connection::new(
         subscription,
         render,

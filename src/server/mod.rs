@@ -19,14 +19,13 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
-use crate::cache::ManifestCache;
 use crate::cache::redis::{SharedCache, SharedKey};
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::limit::{Limiters, RateLimits, RouteClass};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
-use crate::service::{Actor, AuditNote, CatalogService, Mutation};
+use crate::service::{Actor, AuditNote, CatalogService, Manifests, Mutation};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::observed::ObservedStore;
@@ -283,26 +282,32 @@ pub async fn start(
         .context("setting up token verification")?;
     verifier.spawn_refresh();
     crate::service::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
+    let shared = redis.as_ref().and_then(|link| {
+        let key = shared_key(config.redis_secret.as_ref(), hmac_secret.as_deref())?;
+        Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
+    });
+    let manifests = Arc::new(Manifests::new(
+        config.cache_capacity,
+        shared,
+        config.admin_rule.paths(),
+        Arc::clone(&metrics),
+    ));
     let hub = StreamHub::new(
         HubLimits {
             max_streams_per_subject: config.max_streams_per_subject,
             queue_bytes: config.sse_queue_bytes,
         },
-        config.admin_rule.paths(),
+        Arc::clone(&manifests),
     );
     hub.spawn(&catalog);
     let state = AppState {
         catalog,
-        cache: Arc::new(ManifestCache::new(config.cache_capacity)),
+        manifests,
         verifier,
         admin_rule: Arc::new(config.admin_rule),
         body_limit: config.body_limit,
         hub,
         sse_ping: config.sse_ping,
-        shared: redis.as_ref().and_then(|link| {
-            let key = shared_key(config.redis_secret.as_ref(), hmac_secret.as_deref())?;
-            Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
-        }),
         redis,
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
@@ -310,11 +315,11 @@ pub async fn start(
     observed::register(
         &metrics,
         observed::Observed {
-            cache: Arc::downgrade(&state.cache),
+            manifests: Arc::downgrade(&state.manifests),
             hub: Arc::downgrade(&state.hub),
             catalog: Arc::downgrade(&state.catalog),
             redis: state.redis.as_ref().map(Arc::downgrade),
-            shared: state.shared.as_ref().map(Arc::downgrade),
+            shared: state.manifests.shared().map(Arc::downgrade),
         },
     );
     let listener = TcpListener::bind(config.listen)

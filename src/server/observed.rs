@@ -5,17 +5,16 @@
 
 use std::sync::Weak;
 
-use crate::cache::ManifestCache;
 use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
-use crate::service::CatalogService;
+use crate::service::{CatalogService, Manifests};
 use crate::stream::StreamHub;
 use crate::stream::frame::EventKind;
 use crate::telemetry::{Metrics, Reading, ReadingKind};
 
 /// The parts of a running gateway whose own counters are observed.
 pub struct Observed {
-    pub cache: Weak<ManifestCache>,
+    pub manifests: Weak<Manifests>,
     pub hub: Weak<StreamHub>,
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
@@ -32,7 +31,7 @@ fn read<T>(part: &Weak<T>, readings: impl Fn(&T) -> Vec<Reading>) -> Vec<Reading
 /// Registers every value of `gateway` with `metrics`.
 pub fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
-        cache,
+        manifests,
         hub,
         catalog,
         redis,
@@ -44,8 +43,8 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         "toolgate.manifest_cache.lookups",
         "Lookups in this instance's cache of rendered manifests",
         move || {
-            read(&cache, |cache| {
-                let (hits, misses) = cache.stats();
+            read(&manifests, |manifests| {
+                let (hits, misses) = manifests.cache().stats();
                 vec![
                     Reading {
                         value: hits,

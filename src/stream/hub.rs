@@ -31,7 +31,7 @@ use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
 use crate::domain::snapshot::Snapshot;
-use crate::service::CatalogService;
+use crate::service::{CatalogService, Manifests};
 
 /// A `tools_changed` event, shared by every member of a group.
 #[derive(Debug)]
@@ -66,8 +66,8 @@ pub struct HubLimits {
 pub struct StreamHub {
     state: Mutex<HubState>,
     limits: HubLimits,
-    /// The admin rule's paths: part of every claims key (see [`CacheKey::new`]).
-    admin_paths: Arc<[ClaimPath]>,
+    /// Where claims keys come from (the same keys as the manifest cache's).
+    manifests: Arc<Manifests>,
     next_id: AtomicU64,
     /// Times a member's queue was dropped because it went past its budget.
     lagged: AtomicU64,
@@ -164,14 +164,14 @@ struct Move {
 }
 
 impl StreamHub {
-    pub fn new(limits: HubLimits, admin_paths: &[ClaimPath]) -> Arc<StreamHub> {
+    pub fn new(limits: HubLimits, manifests: Arc<Manifests>) -> Arc<StreamHub> {
         Arc::new(StreamHub {
             state: Mutex::new(HubState::default()),
             limits: HubLimits {
                 max_streams_per_subject: limits.max_streams_per_subject.max(1),
                 queue_bytes: limits.queue_bytes.max(1),
             },
-            admin_paths: Arc::from(admin_paths),
+            manifests,
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
             sent: Default::default(),
@@ -185,63 +185,100 @@ impl StreamHub {
     }
 
     /// Registers a connection of `subject` for the manifest of (`claims`, `options`). Returns
-    /// the subscription and the snapshot its first event must be rendered from.
+    /// the subscription, the snapshot its first event must be rendered from and the claims key
+    /// at that snapshot.
     ///
-    /// The snapshot is loaded under the hub's lock, so it is never older than the state of the
-    /// group being joined: every change after it reaches this connection as an event.
+    /// The snapshot is the current one when the subscription joins its group, checked under the
+    /// hub's lock: every change after it reaches this connection as an event. A new group's
+    /// first manifest is computed outside the lock (it is CPU work proportional to the catalog,
+    /// and every subscribe and fan-out waits on the lock); if the catalog moved meanwhile, the
+    /// subscription starts over at the newer snapshot.
     pub fn subscribe(
         self: &Arc<Self>,
         subject: &str,
         claims: &Claims,
         options: ManifestOptions,
         catalog: &CatalogService,
-    ) -> Result<(Subscription, Arc<Snapshot>), SubscribeError> {
-        let mut state = self.lock();
-        if state.closed {
-            return Err(SubscribeError::ShuttingDown);
-        }
-        let subject: Arc<str> = match state.per_subject.get_key_value(subject) {
-            Some((_, &count)) if count >= self.limits.max_streams_per_subject => {
+    ) -> Result<(Subscription, Arc<Snapshot>, CacheKey), SubscribeError> {
+        let claims = Arc::new(claims.clone());
+        let mut new_group: Option<(u64, Arc<ManifestSummary>)> = None;
+        loop {
+            let snapshot = catalog.snapshot();
+            let key = self.manifests.key(&snapshot, &claims, options.clone());
+            let mut state = self.lock();
+            if state.closed {
+                return Err(SubscribeError::ShuttingDown);
+            }
+            let count = state.per_subject.get(subject).copied().unwrap_or(0);
+            if count >= self.limits.max_streams_per_subject {
                 return Err(SubscribeError::TooManyStreams {
                     limit: self.limits.max_streams_per_subject,
                 });
             }
+            if catalog.snapshot().revision() != snapshot.revision() {
+                continue; // published meanwhile: join at the newer snapshot
+            }
+            if !state.groups.contains_key(&key) {
+                let summary = match new_group.take() {
+                    Some((revision, summary)) if revision == snapshot.revision() => summary,
+                    _ => {
+                        drop(state);
+                        let manifest = snapshot.manifest(&claims, &key.options);
+                        new_group = Some((
+                            snapshot.revision(),
+                            Arc::new(ManifestSummary::of(&manifest)),
+                        ));
+                        continue;
+                    }
+                };
+                state.groups.insert(
+                    key.clone(),
+                    Group {
+                        claims: Arc::clone(&claims),
+                        read_paths: Arc::from(snapshot.read_paths()),
+                        summary,
+                        members: HashMap::new(),
+                    },
+                );
+            }
+            let subscription = self.join(&mut state, subject, &claims, &key);
+            return Ok((subscription, snapshot, key));
+        }
+    }
+
+    /// Adds a member to the group at `key` (which exists) under the lock.
+    fn join(
+        self: &Arc<Self>,
+        state: &mut HubState,
+        subject: &str,
+        claims: &Arc<Claims>,
+        key: &CacheKey,
+    ) -> Subscription {
+        let outbox = Arc::new(Outbox::new(self.limits.queue_bytes));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Some(group) = state.groups.get_mut(key) {
+            group.members.insert(
+                id,
+                Member {
+                    outbox: Arc::clone(&outbox),
+                    claims: Arc::clone(claims),
+                },
+            );
+        }
+        state.member_keys.insert(id, key.clone());
+        let subject: Arc<str> = match state.per_subject.get_key_value(subject) {
             Some((existing, _)) => Arc::clone(existing),
             None => Arc::from(subject),
         };
-        let snapshot = catalog.snapshot();
-        let key = CacheKey::new(&snapshot, &self.admin_paths, claims, options);
-        let claims = Arc::new(claims.clone());
-        let group = state.groups.entry(key.clone()).or_insert_with(|| {
-            let manifest = snapshot.manifest(&claims, &key.options);
-            Group {
-                claims: Arc::clone(&claims),
-                read_paths: Arc::from(snapshot.read_paths()),
-                summary: Arc::new(ManifestSummary::of(&manifest)),
-                members: HashMap::new(),
-            }
-        });
-        let outbox = Arc::new(Outbox::new(self.limits.queue_bytes));
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        group.members.insert(
-            id,
-            Member {
-                outbox: Arc::clone(&outbox),
-                claims: Arc::clone(&claims),
-            },
-        );
-        state.member_keys.insert(id, key);
         *state.per_subject.entry(Arc::clone(&subject)).or_insert(0) += 1;
         state.subscribers += 1;
-        drop(state);
-        let subscription = Subscription {
+        Subscription {
             hub: Arc::clone(self),
             subject,
             id,
             outbox,
-            claims,
-        };
-        Ok((subscription, snapshot))
+            claims: Arc::clone(claims),
+        }
     }
 
     /// Ends every open stream (each sends what it has queued and finishes) and refuses new
@@ -306,10 +343,9 @@ impl StreamHub {
             return;
         }
         // Manifests are CPU work proportional to the catalog: keep them off the I/O threads.
-        let admin_paths = Arc::clone(&self.admin_paths);
+        let manifests = Arc::clone(&self.manifests);
         let new_paths: Arc<[ClaimPath]> = Arc::from(snapshot.read_paths());
-        let computed =
-            tokio::task::spawn_blocking(move || plan(&snapshot, &admin_paths, jobs)).await;
+        let computed = tokio::task::spawn_blocking(move || plan(&snapshot, &manifests, jobs)).await;
         let moves = match computed {
             Ok(moves) => moves,
             Err(error) => {
@@ -394,7 +430,7 @@ impl StreamHub {
 
 /// The moves that bring `jobs` to `snapshot`: one manifest per distinct new key, one diff per
 /// (old group, new key).
-fn plan(snapshot: &Snapshot, admin_paths: &[ClaimPath], jobs: Vec<Job>) -> Vec<Move> {
+fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> {
     let mut manifests: HashMap<CacheKey, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
     let mut moves = Vec::with_capacity(jobs.len());
     for job in jobs {
@@ -404,8 +440,7 @@ fn plan(snapshot: &Snapshot, admin_paths: &[ClaimPath], jobs: Vec<Job>) -> Vec<M
             Some(members) => {
                 let mut split: HashMap<CacheKey, (Arc<Claims>, Vec<u64>)> = HashMap::new();
                 for (id, claims) in members {
-                    let key =
-                        CacheKey::new(snapshot, admin_paths, &claims, job.from.options.clone());
+                    let key = resolver.key(snapshot, &claims, job.from.options.clone());
                     split
                         .entry(key)
                         .or_insert_with(|| (claims, Vec::new()))
