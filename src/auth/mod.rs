@@ -30,4 +30,5 @@ pub use bearer::bearer_token;
 pub use error::{AuthError, AuthSetupError, JwksError, MintError};
 pub use mint::mint_hs256;
 pub use settings::AuthSettings;
-pub use verify::{VerifiedToken, Verifier};
+pub use verified::VerifiedToken;
+pub use verify::Verifier;

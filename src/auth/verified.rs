@@ -17,8 +17,18 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use serde_json::{Map, Value};
+
 use super::claims::Validity;
-use super::verify::VerifiedToken;
+
+/// A token whose signature and registered claims have been verified.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifiedToken {
+    /// The full JWT payload: every claim, nested objects included, for the access policies.
+    pub claims: Map<String, Value>,
+    /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
+    pub expires_at: Option<i64>,
+}
 
 /// Tokens kept at most. A token with its claims takes one or two KiB, so a full cache holds a
 /// few MiB; a deployment with more agents calling at once than this still works, it just

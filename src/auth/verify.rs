@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::AlgorithmFamily;
-use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 
 use super::claims::ClaimRules;
@@ -13,21 +12,12 @@ use super::hmac::HmacKeys;
 use super::jwks::JwksCache;
 use super::jwks_source::JwksSource;
 use super::token::TokenParts;
-use super::verified::{self, VerifiedTokens};
+use super::verified::{self, VerifiedToken, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
 /// the hash size).
 const RECOMMENDED_SECRET_BYTES: usize = 32;
-
-/// A token whose signature and registered claims have been verified.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VerifiedToken {
-    /// The full JWT payload: every claim, nested objects included, for the access policies.
-    pub claims: Map<String, Value>,
-    /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
-    pub expires_at: Option<i64>,
-}
 
 /// Verifies bearer tokens against the configured secret and JWKS.
 ///
@@ -181,7 +171,7 @@ fn unix_now() -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::auth::mint_hs256;

@@ -11,6 +11,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::model::ClaimMatcher;
+pub use super::operator::Operator;
 use super::pattern::{Case, whole_regex};
 
 /// The verified JWT payload, every claim of it.
@@ -101,57 +102,6 @@ fn array_index(segment: &str) -> Option<usize> {
         return None;
     }
     segment.parse().ok()
-}
-
-/// The claim operators of SEMANTICS.md section 3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operator {
-    Equals,
-    NotEquals,
-    Contains,
-    NotContains,
-    In,
-    NotIn,
-    Matches,
-    Exists,
-    NotExists,
-    Gt,
-    Gte,
-    Lt,
-    Lte,
-}
-
-impl Operator {
-    pub const ALL: [(&'static str, Operator); 13] = [
-        ("equals", Operator::Equals),
-        ("not_equals", Operator::NotEquals),
-        ("contains", Operator::Contains),
-        ("not_contains", Operator::NotContains),
-        ("in", Operator::In),
-        ("not_in", Operator::NotIn),
-        ("matches", Operator::Matches),
-        ("exists", Operator::Exists),
-        ("not_exists", Operator::NotExists),
-        ("gt", Operator::Gt),
-        ("gte", Operator::Gte),
-        ("lt", Operator::Lt),
-        ("lte", Operator::Lte),
-    ];
-
-    pub fn parse(text: &str) -> Option<Operator> {
-        Operator::ALL
-            .iter()
-            .find(|(name, _)| *name == text)
-            .map(|&(_, op)| op)
-    }
-
-    pub fn name(self) -> &'static str {
-        Operator::ALL
-            .iter()
-            .find(|(_, op)| *op == self)
-            .map(|&(name, _)| name)
-            .expect("every operator is listed in ALL")
-    }
 }
 
 /// A number as claims carry it: exact for integers, `f64` otherwise, so that large integer ids

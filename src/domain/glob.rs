@@ -18,7 +18,13 @@
 //! What could be read two ways is refused when the pattern is written: an unclosed `[` or `{`,
 //! a `}` without its `{`, nested `{…}`, a class range running backwards, a trailing `\`.
 
-use super::pattern::Case;
+/// Whether letter case matters when matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    Sensitive,
+    /// ASCII case folding.
+    Insensitive,
+}
 
 /// One element of a parsed glob.
 #[derive(Debug, Clone, PartialEq, Eq)]

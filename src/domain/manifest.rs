@@ -2,7 +2,7 @@
 //! and its JSON body. What changes between two manifests is in `manifest_diff.rs`.
 //!
 //! Serving a manifest must cost little more than copying bytes, so each tool's entry is
-//! serialised at most once per snapshot ([`ToolEntry`], on first use); a manifest only appends
+//! serialised at most once per snapshot ([`super::entry::ToolEntry`], on first use); a manifest only appends
 //! the per-request part
 //! (`groups`, and `enabled`/`deprecated` in admin preview). The etag hashes each entry's
 //! precomputed content hash and its groups, never the body, and never the revision: an
@@ -10,10 +10,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
-use serde_json::Value;
-
-use super::model::Tool;
+use super::entry::truncate;
 use super::snapshot::{Snapshot, tool_index};
 
 /// Request options of `GET /agents/tools` (and of admin preview).
@@ -40,85 +37,6 @@ impl ManifestOptions {
             .map(str::to_owned)
             .collect()
     }
-}
-
-/// One tool's manifest entry, serialised once per snapshot.
-#[derive(Debug, Clone)]
-pub struct ToolEntry {
-    /// `{"tool_id":…,…,"next_state":…` — the entry without `groups` and the closing brace.
-    json_prefix: Box<str>,
-    /// Hash of the prefix and of the tool's visibility flags.
-    content_hash: [u8; 16],
-}
-
-/// The fixed part of an entry, in the field order agents see.
-#[derive(Serialize)]
-struct EntryFields<'t> {
-    tool_id: &'t str,
-    name: &'t str,
-    description: &'t str,
-    input_schema: &'t Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_schema: Option<&'t Value>,
-    source_id: &'t str,
-    source_path: &'t str,
-    method: &'t str,
-    tags: &'t [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    version: Option<&'t str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    available_in_states: Option<&'t [String]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    next_state: Option<&'t str>,
-}
-
-impl ToolEntry {
-    pub(super) fn new(tool: &Tool) -> ToolEntry {
-        let fields = EntryFields {
-            tool_id: &tool.id,
-            name: &tool.name,
-            description: &tool.description,
-            input_schema: &tool.input_schema,
-            output_schema: tool.output_schema.as_deref(),
-            source_id: &tool.source_id,
-            source_path: tool.path.as_deref().unwrap_or(""),
-            method: tool.method.as_deref().unwrap_or(""),
-            tags: &tool.tags,
-            version: tool.version.as_deref(),
-            available_in_states: tool.available_in_states.as_deref(),
-            next_state: tool.next_state.as_deref(),
-        };
-        let mut json =
-            serde_json::to_string(&fields).expect("a tool entry always serialises to JSON");
-        json.pop(); // the closing brace; groups follow per request
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(json.as_bytes());
-        hasher.update(&[u8::from(tool.enabled), u8::from(tool.deprecated)]);
-        ToolEntry {
-            json_prefix: json.into_boxed_str(),
-            content_hash: truncate(hasher.finalize()),
-        }
-    }
-
-    pub fn json_prefix(&self) -> &str {
-        &self.json_prefix
-    }
-
-    /// Hash of the entry's content and visibility flags: equal hashes, equal entries.
-    pub(super) fn content_hash(&self) -> &[u8; 16] {
-        &self.content_hash
-    }
-
-    /// Approximate heap bytes held, for memory reports.
-    pub fn heap_size(&self) -> usize {
-        self.json_prefix.len()
-    }
-}
-
-fn truncate(hash: blake3::Hash) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&hash.as_bytes()[..16]);
-    out
 }
 
 /// One tool in a manifest: indices into the snapshot it was computed from.
@@ -257,7 +175,7 @@ impl<'s> Manifest<'s> {
         out.extend_from_slice(
             self.snapshot
                 .tool_entry(entry.tool as usize)
-                .json_prefix
+                .json_prefix()
                 .as_bytes(),
         );
         out.extend_from_slice(b",\"groups\":[");
@@ -290,7 +208,7 @@ impl<'s> Manifest<'s> {
             .map(|entry| {
                 self.snapshot
                     .tool_entry(entry.tool as usize)
-                    .json_prefix
+                    .json_prefix()
                     .len()
                     + 48
             })
@@ -308,7 +226,7 @@ fn etag(snapshot: &Snapshot, entries: &[Entry], warnings: &[String], preview: bo
     let mut hasher = blake3::Hasher::new();
     hasher.update(&[u8::from(preview)]);
     for entry in entries {
-        hasher.update(&snapshot.tool_entry(entry.tool as usize).content_hash);
+        hasher.update(snapshot.tool_entry(entry.tool as usize).content_hash());
         hasher.update(&(entry.groups.len() as u32).to_le_bytes());
         for &group in &entry.groups {
             let id = &snapshot.groups[group as usize].id;

@@ -6,13 +6,16 @@
 
 pub mod access;
 pub mod claims;
+mod compile_error;
 mod decide;
+mod entry;
 pub mod explain;
 pub mod fingerprint;
 mod glob;
 pub mod manifest;
 pub mod manifest_diff;
 pub mod model;
+pub mod operator;
 pub mod pattern;
 pub mod secrets;
 mod selection;

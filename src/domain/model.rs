@@ -46,7 +46,7 @@ fn source_type_schema() -> utoipa::openapi::schema::Object {
 }
 
 pub(super) fn operator_schema() -> utoipa::openapi::schema::Object {
-    text_choice(super::claims::Operator::ALL.iter().map(|(name, _)| *name))
+    text_choice(super::operator::Operator::ALL.iter().map(|(name, _)| *name))
 }
 
 /// Where tools come from. `type` is kept as text so that an unknown type is a validation error

@@ -7,6 +7,7 @@
 //! Selector patterns ignore ASCII case; tool-name globs do not. `""` is a glob that matches only
 //! the empty value.
 
+pub use super::glob::Case;
 use regex::{Regex, RegexBuilder};
 use regex_automata::meta;
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -144,13 +145,6 @@ fn expand_alternatives(body: &str) -> Option<Vec<String>> {
         rest = &rest[literal.len() + group.len() + 2..];
     }
     Some(texts)
-}
-
-/// Whether letter case matters when matching.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Case {
-    Sensitive,
-    Insensitive,
 }
 
 impl Pattern {

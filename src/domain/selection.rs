@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fixedbitset::FixedBitSet;
 
+use super::compile_error::CompileError;
 use super::model::{Selector, Tool, ToolGroup};
 use super::pattern::Pattern;
-use super::snapshot::CompileError;
 use super::workers::Workers;
 
 /// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a

@@ -17,7 +17,8 @@ use std::sync::OnceLock;
 use fixedbitset::FixedBitSet;
 
 use super::claims::{ClaimPath, CompiledMatcher};
-use super::manifest::ToolEntry;
+pub use super::compile_error::CompileError;
+use super::entry::ToolEntry;
 use super::model::Catalog;
 use super::selection::SelectionIndex;
 use super::workers::{OnThisThread, Workers};
@@ -91,27 +92,6 @@ pub(super) struct SharedMatcher {
     /// Index into `Snapshot::paths`.
     pub path: u32,
     pub matcher: CompiledMatcher,
-}
-
-/// Why a catalog could not be compiled. A catalog that passed
-/// [`validate`](super::validate::validate) always compiles.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct CompileError {
-    pub field: String,
-    pub message: String,
-}
-
-impl CompileError {
-    /// The error with `field` relative to `parent` (`name_pattern` within
-    /// `groups[3].selectors[0]`). Paths are built only when something fails, so that a large
-    /// catalog compiles without formatting thousands of them.
-    fn within(self, parent: std::fmt::Arguments<'_>) -> CompileError {
-        CompileError {
-            field: format!("{parent}.{}", self.field),
-            message: self.message,
-        }
-    }
 }
 
 impl Snapshot {

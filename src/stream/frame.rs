@@ -4,7 +4,20 @@
 //! outside input ever reaches an `event:` or `id:` line (a newline there would split the
 //! event; axum's `sse::Event` panics on one instead).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+
+/// A `tools_changed` event, encoded once and shared by every member of a group.
+#[derive(Debug)]
+pub struct Frame {
+    /// The etag the change applies to; a connection at another etag needs a snapshot instead.
+    pub from: Arc<str>,
+    /// The etag after the change (the event's `id`).
+    pub to: Arc<str>,
+    /// The encoded event.
+    pub bytes: Bytes,
+}
 
 /// The events of `GET /agents/tools/stream`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,8 +22,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
-
+pub use super::frame::Frame;
 use super::frame::{EventKind, encode};
 use super::outbox::{Outbox, Pushed};
 use crate::cache::CacheKey;
@@ -32,17 +31,6 @@ use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
 use crate::domain::snapshot::Snapshot;
 use crate::service::{CatalogService, Manifests};
-
-/// A `tools_changed` event, shared by every member of a group.
-#[derive(Debug)]
-pub struct Frame {
-    /// The etag the change applies to; a connection at another etag needs a snapshot instead.
-    pub from: Arc<str>,
-    /// The etag after the change (the event's `id`).
-    pub to: Arc<str>,
-    /// The encoded event.
-    pub bytes: Bytes,
-}
 
 /// Why a subscription was refused.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::hub::Frame;
+use super::frame::Frame;
 
 /// What the hub's push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

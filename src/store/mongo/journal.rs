@@ -15,15 +15,19 @@
 //!
 //! A crash anywhere before 3 leaves the store as it was (plus a journal removed later); a crash
 //! after 3 leaves a pending commit with a complete journal, which [`roll_forward`] finishes.
+//! Every reader of `meta` that needs a settled revision goes through [`settle`], which rolls
+//! such a commit forward (or waits out another session's transaction) first.
+
+use std::time::Duration;
 
 use mongodb::Database;
 use mongodb::bson::{Bson, Document, doc};
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 
 use super::apply;
 use super::documents::{JOURNAL, META, META_ID, Meta, Pending, int64};
 use super::error::During;
-use super::load::{read_meta, settle};
 use super::plan::{self, Step};
 use crate::store::{AuditRecord, Commit, StoreError};
 
@@ -272,4 +276,50 @@ pub(super) async fn roll_forward(db: &Database, meta: &Meta) -> Result<(), Store
         "rolling forward a commit left pending"
     );
     finish(db, meta.revision, pending, &steps, &audit).await
+}
+
+/// How long a transaction's marker may be seen pending before the store reports it. Only
+/// servers that let other sessions read uncommitted writes ever show it (nx-27017); a
+/// transaction that takes longer than this is itself a problem worth a 503.
+const TRANSACTION_WAIT: Duration = Duration::from_secs(5);
+
+/// The `meta` document.
+pub(super) async fn read_meta(db: &Database) -> Result<Meta, StoreError> {
+    let doc = db
+        .collection::<Document>(META)
+        .find_one(mongodb::bson::doc! {"_id": META_ID})
+        .await
+        .during("reading the revision")?
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "the `meta` document of database `{}` is missing (it holds the revision; \
+                 the store creates it when it opens)",
+                db.name()
+            ))
+        })?;
+    Meta::decode(&doc)
+}
+
+/// `meta` with no commit pending: rolls forward a journaled commit left pending, and waits
+/// for a transaction whose marker another session can see.
+pub(super) async fn settle(db: &Database) -> Result<Meta, StoreError> {
+    let started = Instant::now();
+    loop {
+        let meta = read_meta(db).await?;
+        match &meta.pending {
+            None => return Ok(meta),
+            Some(pending) if pending.chunks == 0 => {
+                if started.elapsed() > TRANSACTION_WAIT {
+                    return Err(StoreError::Unavailable(format!(
+                        "the commit of revision {} has been in its transaction for more than \
+                         {} s",
+                        meta.revision,
+                        TRANSACTION_WAIT.as_secs()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Some(_) => roll_forward(db, &meta).await?,
+        }
+    }
 }

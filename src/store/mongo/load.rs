@@ -8,43 +8,18 @@
 //! revision; otherwise the load starts over. Late replays of older commits cannot disturb it:
 //! their writes are fenced out by version (see `apply.rs`).
 
-use std::time::Duration;
-
 use mongodb::Database;
 use mongodb::bson::Document;
 use serde::de::DeserializeOwned;
-use tokio::time::Instant;
 
-use super::documents::{self, META, META_ID, Meta};
+use super::documents::{self, META};
 use super::error::{During, is_duplicate_key};
-use super::journal;
+use super::journal::{read_meta, settle};
 use crate::domain::model::Catalog;
 use crate::store::{EntityKind, StoreError, StoredCatalog};
 
 /// Loads that met a concurrent commit are retried this many times before giving up.
 const LOAD_ATTEMPTS: usize = 20;
-
-/// How long a transaction's marker may be seen pending before the store reports it. Only
-/// servers that let other sessions read uncommitted writes ever show it (nx-27017); a
-/// transaction that takes longer than this is itself a problem worth a 503.
-const TRANSACTION_WAIT: Duration = Duration::from_secs(5);
-
-/// The `meta` document.
-pub(super) async fn read_meta(db: &Database) -> Result<Meta, StoreError> {
-    let doc = db
-        .collection::<Document>(META)
-        .find_one(mongodb::bson::doc! {"_id": META_ID})
-        .await
-        .during("reading the revision")?
-        .ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "the `meta` document of database `{}` is missing (it holds the revision; \
-                 the store creates it when it opens)",
-                db.name()
-            ))
-        })?;
-    Meta::decode(&doc)
-}
 
 /// Creates the `meta` document of a new database; leaves an existing one alone.
 pub(super) async fn ensure_meta(db: &Database) -> Result<(), StoreError> {
@@ -62,30 +37,6 @@ pub(super) async fn ensure_meta(db: &Database) -> Result<(), StoreError> {
 /// its revision is decided, and the load that follows will finish it.
 pub(super) async fn revision(db: &Database) -> Result<u64, StoreError> {
     Ok(read_meta(db).await?.revision)
-}
-
-/// `meta` with no commit pending: rolls forward a journaled commit left pending, and waits
-/// for a transaction whose marker another session can see.
-pub(super) async fn settle(db: &Database) -> Result<Meta, StoreError> {
-    let started = Instant::now();
-    loop {
-        let meta = read_meta(db).await?;
-        match &meta.pending {
-            None => return Ok(meta),
-            Some(pending) if pending.chunks == 0 => {
-                if started.elapsed() > TRANSACTION_WAIT {
-                    return Err(StoreError::Unavailable(format!(
-                        "the commit of revision {} has been in its transaction for more than \
-                         {} s",
-                        meta.revision,
-                        TRANSACTION_WAIT.as_secs()
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            Some(_) => journal::roll_forward(db, &meta).await?,
-        }
-    }
 }
 
 /// The whole catalog, each collection in id order, with its revision.

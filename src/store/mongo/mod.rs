@@ -190,7 +190,7 @@ impl CatalogStore for MongoStore {
     }
 
     async fn audit(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
-        load::settle(&self.db).await?;
+        journal::settle(&self.db).await?;
         audit::list(&self.db, &query).await
     }
 

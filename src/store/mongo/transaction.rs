@@ -21,7 +21,7 @@ use mongodb::{Client, ClientSession, Database};
 use super::apply;
 use super::documents::{META, META_ID, Meta, int64};
 use super::error::{During, unavailable};
-use super::load::{read_meta, settle};
+use super::journal::{read_meta, settle};
 use super::plan::{self, Step};
 use crate::store::{AuditRecord, Commit, StoreError};
 
