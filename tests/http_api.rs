@@ -568,23 +568,50 @@ async fn entity_crud_with_stamps_location_pagination_and_audit() {
 #[tokio::test]
 async fn deleting_a_source_takes_its_tools_and_references_in_one_revision() {
     let gateway = gateway_with_demo().await;
-    gateway
+    let patched = gateway
         .admin_send(
             Method::PATCH,
             "/admin/groups/g-all",
             Some(json!({"explicit_tool_ids": ["billing:refund"]})),
         )
-        .await;
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        patched.json()["explicit_tool_ids"],
+        json!(["billing:refund"])
+    );
+    let revision = |reply: &support::gateway::Reply| -> u64 {
+        reply
+            .header("etag")
+            .and_then(|etag| etag.trim_matches('"').strip_prefix('r')?.parse().ok())
+            .expect("an admin answer carries the revision")
+    };
+    let before = revision(&patched);
     let reply = gateway
         .admin_send(Method::DELETE, "/admin/sources/billing", None)
         .await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
-    let catalog = gateway
+    let read = gateway
         .admin_send(Method::GET, "/admin/catalog", None)
         .await
-        .json();
+        .expect(StatusCode::OK);
+    assert_eq!(
+        revision(&read),
+        before + 1,
+        "one revision for the whole cascade"
+    );
+    let catalog = read.json();
     assert_eq!(catalog["tools"], json!([]));
-    assert_eq!(catalog["groups"][1]["explicit_tool_ids"], json!([]));
+    let group = |id: &str| {
+        catalog["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .find(|group| group["id"] == json!(id))
+            .cloned()
+            .expect("the group is still there")
+    };
+    assert_eq!(group("g-all")["explicit_tool_ids"], json!([]));
     // A group still named by a policy cannot be deleted: that could lift a deny.
     let problem = gateway
         .admin_send(Method::DELETE, "/admin/groups/g-read", None)

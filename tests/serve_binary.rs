@@ -216,3 +216,50 @@ async fn a_missing_data_dir_is_created_and_seeded() {
             .is_file()
     );
 }
+
+#[tokio::test]
+async fn a_start_that_cannot_listen_stores_nothing_so_a_corrected_seed_still_loads() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let logs = tempfile::tempdir().expect("temp dir");
+    let log = logs.path().join("stderr.log");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .args(["--seed", "config/demo-catalog.yaml"])
+        .env_clear()
+        .env("TOOLGATE_JWT_SECRET", support::gateway::SECRET)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .status()
+        .expect("the binary runs");
+    let stderr = std::fs::read_to_string(&log).expect("read the log");
+    assert!(!status.success(), "the port is taken; log:\n{stderr}");
+    assert!(stderr.contains("cannot listen"), "{stderr}");
+    assert!(
+        !dir.path()
+            .join(toolgate::store::embedded::FILE_NAME)
+            .exists(),
+        "nothing was stored by the failed start"
+    );
+    drop(taken);
+    // The corrected start (another seed) loads its seed: the store was still empty.
+    let seed = dir.path().join("seed.json");
+    std::fs::write(
+        &seed,
+        json!({"sources": [{"id": "corrected", "name": "corrected", "type": "manual"}]})
+            .to_string(),
+    )
+    .expect("write the seed");
+    let process = Process::serve(dir.path(), &["--seed", seed.to_str().expect("utf-8 path")]);
+    let (status, sources) = send(&process.base, reqwest::Method::GET, "/admin/sources", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(sources["data"][0]["id"], json!("corrected"));
+}

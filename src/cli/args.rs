@@ -72,7 +72,7 @@ pub(super) struct TokenArgs {
     /// Adds `admin` to the `roles` claim
     #[arg(long)]
     pub admin: bool,
-    /// Sets a top-level claim; VALUE is JSON if it parses (3, true, ["a"]), else a string (repeatable)
+    /// Sets a claim at a dot path (org.region=eu nests, as policies read it); VALUE is JSON if it parses (3, true, ["a"]), else a string (repeatable)
     #[arg(long = "claim", value_name = "KEY=VALUE", value_parser = parse_claim)]
     pub claim: Vec<(String, Value)>,
     /// Claims as a JSON object, e.g. '{"realm_access": {"roles": ["admin"]}}'

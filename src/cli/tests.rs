@@ -135,6 +135,10 @@ fn token_claims_combine_flags_in_a_documented_order() {
             "team=blue",
             "--claim",
             r#"groups=["a","b"]"#,
+            "--claim",
+            "org.region=eu",
+            "--claim",
+            "org.unit.id=7",
             "--ttl-secs",
             "60",
         ],
@@ -147,6 +151,11 @@ fn token_claims_combine_flags_in_a_documented_order() {
     assert_eq!(claims["level"], json!(3));
     assert_eq!(claims["team"], json!("blue"));
     assert_eq!(claims["groups"], json!(["a", "b"]));
+    assert_eq!(
+        claims["org"],
+        json!({"region": "eu", "unit": {"id": 7}}),
+        "dots nest, as policies read them"
+    );
     let iat = claims["iat"].as_i64().expect("iat");
     assert_eq!(claims["exp"].as_i64(), Some(iat + 60));
     assert_eq!(request.secret, Secret::new(SECRET));

@@ -49,6 +49,29 @@ impl TokenRequest {
     }
 }
 
+/// Sets the claim at a dot path (`org.region`), creating the objects on the way, so that a
+/// token minted with `--claim org.region=eu` matches a policy on `org.region` (policies read
+/// dots as nesting). A non-object met on the way is replaced. Keys that themselves contain dots
+/// are given whole with `--claims`.
+fn insert_at_path(claims: &mut Map<String, Value>, path: &str, value: Value) {
+    let mut segments = path.split('.');
+    let last = segments.next_back().unwrap_or(path);
+    let mut object = claims;
+    for segment in segments {
+        let slot = object
+            .entry(segment.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        let Value::Object(inner) = slot else {
+            return; // made an object just above
+        };
+        object = inner;
+    }
+    object.insert(last.to_owned(), value);
+}
+
 /// The claims, built in this order, later steps overriding earlier ones: `iat`/`exp` (from
 /// `--ttl-secs`) and the configured `iss`/`aud`; `--claims`; each `--claim`; `--sub` (or
 /// `dev` if nothing set `sub`); then `--role`/`--admin` are added to `roles`.
@@ -66,7 +89,9 @@ pub(super) fn token_claims(args: &TokenArgs, settings: &Settings, now: i64) -> M
     if let Some(extra) = &args.claims {
         claims.extend(extra.clone());
     }
-    claims.extend(args.claim.iter().cloned());
+    for (path, value) in &args.claim {
+        insert_at_path(&mut claims, path, value.clone());
+    }
     match &args.sub {
         Some(sub) => {
             claims.insert("sub".to_owned(), json!(sub));

@@ -250,6 +250,12 @@ pub async fn start(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Running> {
+    // First, so that a start that cannot listen (the port is taken) fails before it has
+    // changed anything: a seed stored by a failed start would make a corrected seed be
+    // ignored next time (it loads only into an empty store).
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let store = config.store.open().await?;
     // Building the OTLP exporter makes a blocking HTTP client: not on a runtime thread.
     let otlp = config.otlp.clone();
@@ -322,9 +328,6 @@ pub async fn start(
             shared: state.manifests.shared().map(Arc::downgrade),
         },
     );
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
     let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
