@@ -30,8 +30,9 @@ impl fmt::Display for CatalogFormat {
 /// Why a catalog file could not be read as a [`Catalog`].
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogFileError {
-    /// The file could not be read.
-    #[error("cannot read the catalog file {}: {source}", path.display())]
+    /// The file could not be read. (The cause is the error's `source`, which error reports
+    /// print after this message: it is not repeated here.)
+    #[error("cannot read the catalog file {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,

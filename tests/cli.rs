@@ -169,6 +169,32 @@ fn check_accepts_a_valid_json_catalog() {
 }
 
 #[test]
+fn check_says_when_a_valid_catalog_defines_nothing() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    for (name, contents) in [("empty.yaml", ""), ("empty.json", "{}")] {
+        let path = write(dir.path(), name, contents);
+        let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        assert!(stdout.contains("valid, but empty"), "{name}: {stdout}");
+    }
+}
+
+#[test]
+fn check_of_a_missing_file_says_why_once() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = toolgate(dir.path(), &["check", "nowhere.yaml"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("nowhere.yaml"), "{stderr}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "the cause once: {stderr}"
+    );
+}
+
+#[test]
 fn serve_without_key_material_is_refused() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let output = toolgate(dir.path(), &["serve", "--listen", "127.0.0.1:0"], &[]);

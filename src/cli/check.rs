@@ -24,12 +24,28 @@ pub fn run_check(path: &Path, out: &mut impl Write) -> anyhow::Result<ExitCode> 
     catalog.normalize();
     let errors = validate(&catalog);
     if errors.is_empty() {
-        writeln!(
-            out,
-            "{}: valid catalog with {}",
-            path.display(),
-            summary(&catalog)
-        )?;
+        let empty = catalog.sources.is_empty()
+            && catalog.tools.is_empty()
+            && catalog.labels.is_empty()
+            && catalog.groups.is_empty()
+            && catalog.policies.is_empty();
+        if empty {
+            // Valid, but almost certainly not what was meant (a wrong file, a YAML document
+            // whose top-level keys are misspelt or indented away).
+            writeln!(
+                out,
+                "{}: valid, but empty: it defines no sources, tools, labels, groups or \
+                 policies (expected top-level keys: sources, tools, labels, groups, policies)",
+                path.display()
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{}: valid catalog with {}",
+                path.display(),
+                summary(&catalog)
+            )?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     for error in &errors {
