@@ -4,6 +4,9 @@
 //!
 //!     cargo run --release --example compile_cpu [N]
 
+// Process CPU time comes from clock_gettime through libc, which is `unsafe` to call.
+#![allow(unsafe_code)]
+
 #[path = "../benches/support/catalog_gen.rs"]
 mod catalog_gen;
 

@@ -12,6 +12,9 @@
 //!
 //! Run: `cargo run --profile bench --example snapshot_memory` (or `--release`).
 
+// A counting global allocator needs `unsafe` (GlobalAlloc); the measurement is its point.
+#![allow(unsafe_code)]
+
 #[path = "../benches/support/catalog_gen.rs"]
 mod catalog_gen;
 
