@@ -14,6 +14,9 @@ use support::gateway::Gateway;
 const ROUTES: &[(&str, &[&str])] = &[
     ("/agents/tools", &["get"]),
     ("/api/agents/tools", &["get"]),
+    ("/agents/tools/stream", &["get"]),
+    ("/agents/stream", &["get"]),
+    ("/api/agents/stream", &["get"]),
     ("/admin/sources", &["get", "post"]),
     ("/admin/sources/{id}", &["get", "put", "patch", "delete"]),
     ("/admin/tools", &["get", "post"]),
@@ -103,6 +106,26 @@ async fn every_documented_operation_is_served() {
         let concrete = path.replace("{id}", "no-such-id");
         for method in methods {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            let streams = !document["paths"][&path][method.as_str().to_lowercase()]["responses"]
+                ["200"]["content"]["text/event-stream"]
+                .is_null();
+            if streams {
+                // A stream never ends on its own: its status and type are what is checked.
+                let response = gateway
+                    .client
+                    .request(method.clone(), format!("{}{concrete}", gateway.base))
+                    .bearer_auth(&admin)
+                    .send()
+                    .await
+                    .expect("the gateway answers");
+                assert_eq!(response.status(), StatusCode::OK, "{method} {path}");
+                assert_eq!(
+                    response.headers()["content-type"],
+                    "text/event-stream",
+                    "{method} {path}"
+                );
+                continue;
+            }
             // No body: writes answer 400, reads 200 or 404 for the unknown id; never "no route"
             // (the fallback's 404) or 405.
             let reply = gateway
@@ -218,6 +241,20 @@ fn resolve<'d>(document: &'d Value, schema: &'d Value) -> &'d Value {
 /// declared, every required key is present.
 fn assert_fits(document: &Value, schema: &Value, value: &Value, at: &str) {
     let schema = resolve(document, schema);
+    assert_type(schema, value, at);
+    if let Some(branches) = schema["oneOf"]
+        .as_array()
+        .or_else(|| schema["anyOf"].as_array())
+    {
+        // The value must fit one of the alternatives (checked by type; their fields below).
+        assert!(
+            branches
+                .iter()
+                .any(|branch| type_fits(resolve(document, branch), value)),
+            "{at}: {value} fits none of the alternatives"
+        );
+        return;
+    }
     match value {
         Value::Object(fields) => {
             let Some(properties) = schema["properties"].as_object() else {
@@ -240,6 +277,43 @@ fn assert_fits(document: &Value, schema: &Value, value: &Value, at: &str) {
             }
         }
         _ => {}
+    }
+}
+
+/// The JSON type names a value has (an integer is also a number).
+fn json_types(value: &Value) -> &'static [&'static str] {
+    match value {
+        Value::Null => &["null"],
+        Value::Bool(_) => &["boolean"],
+        Value::Number(n) if n.is_i64() || n.is_u64() => &["integer", "number"],
+        Value::Number(_) => &["number"],
+        Value::String(_) => &["string"],
+        Value::Array(_) => &["array"],
+        Value::Object(_) => &["object"],
+    }
+}
+
+/// Whether `value` has one of the types `schema` declares (any, when it declares none).
+fn type_fits(schema: &Value, value: &Value) -> bool {
+    let declared: Vec<&str> = match &schema["type"] {
+        Value::String(one) => vec![one.as_str()],
+        Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+        _ => return true,
+    };
+    json_types(value).iter().any(|t| declared.contains(t))
+}
+
+fn assert_type(schema: &Value, value: &Value, at: &str) {
+    assert!(
+        type_fits(schema, value),
+        "{at}: {value} is not of the documented type {}",
+        schema["type"]
+    );
+    if let (Some(choices), Value::String(_)) = (schema["enum"].as_array(), value) {
+        assert!(
+            choices.contains(value),
+            "{at}: {value} is not one of {choices:?}"
+        );
     }
 }
 

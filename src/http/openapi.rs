@@ -10,6 +10,7 @@
 mod admin_paths;
 mod bodies;
 mod conditional;
+mod stream_paths;
 
 use std::sync::LazyLock;
 
@@ -235,6 +236,13 @@ fn paths() -> Paths {
         ("/api/agents/tools", "list_agent_tools_via_api_alias"),
     ] {
         paths = paths.path(path, get(agent_manifest(id)));
+    }
+    for (path, id) in [
+        ("/agents/tools/stream", "stream_agent_tools"),
+        ("/agents/stream", "stream_agent_tools_via_short_alias"),
+        ("/api/agents/stream", "stream_agent_tools_via_api_alias"),
+    ] {
+        paths = paths.path(path, get(stream_paths::manifest_stream(id)));
     }
     for collection in COLLECTIONS {
         let (list_and_create, one) = admin_paths::collection_paths(&collection);
