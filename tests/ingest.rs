@@ -316,7 +316,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 0, "updated": 0, "deprecated": 0,
-               "restored": 0, "unchanged": 4, "revision": 3})
+               "restored": 0, "unchanged": 4, "skipped": 0, "cut": 0, "revision": 3})
     );
     assert_eq!(before.header("x-catalog-revision"), Some("3"));
 
@@ -335,7 +335,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 1, "updated": 2, "deprecated": 1,
-               "restored": 0, "unchanged": 1, "revision": 4})
+               "restored": 0, "unchanged": 1, "skipped": 0, "cut": 0, "revision": 4})
     );
     let tools = imported_tools(&gateway, "pets").await;
     let by_id = |id: &str| tools.iter().find(|t| t["id"] == id).unwrap().clone();

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::domain::{secrets, source_config};
-use crate::ingest::{self, ImportedTool, IngestError};
+use crate::ingest::{self, Import, IngestError};
 use crate::service::WriteError;
 use crate::store::EntityKind;
 
@@ -84,8 +84,7 @@ pub trait CatalogEntity:
     /// reject with field paths).
     fn import_on_create(
         &self,
-    ) -> impl std::future::Future<Output = Result<Option<Vec<ImportedTool>>, IngestError>> + Send
-    {
+    ) -> impl std::future::Future<Output = Result<Option<Import>, IngestError>> + Send {
         std::future::ready(Ok(None))
     }
 
@@ -163,7 +162,7 @@ impl CatalogEntity for Source {
     fn keep_stored_secrets(&mut self, stored: Option<&Self>) -> Vec<FieldError> {
         secrets::keep_stored(self, stored)
     }
-    async fn import_on_create(&self) -> Result<Option<Vec<ImportedTool>>, IngestError> {
+    async fn import_on_create(&self) -> Result<Option<Import>, IngestError> {
         if !self.enabled || source_config::import_config(self).is_err() {
             return Ok(None);
         }
