@@ -210,9 +210,10 @@ const NAMED_SCHEMAS: [&str; 5] = [
 /// Keys whose value is data, never a schema.
 const DATA: [&str; 6] = ["enum", "const", "default", "required", "type", "format"];
 
-/// Whether a schema keyword reaches agents.
+/// Whether a schema keyword reaches agents. `$recursiveAnchor` does not: every
+/// `$recursiveRef` is resolved to the schema that had it (see [`Expansion::expand`]).
 fn agent_facing(key: &str) -> bool {
-    !key.starts_with("x-") && key != "example" && key != "examples"
+    !key.starts_with("x-") && !["example", "examples", "$recursiveAnchor"].contains(&key)
 }
 
 impl Expansion<'_, '_> {
@@ -234,6 +235,24 @@ impl Expansion<'_, '_> {
         let Value::Object(map) = value else {
             return Ok(value.clone());
         };
+        // `$recursiveRef: "#"` (2019-09, OpenAI's CompoundFilter) means the nearest enclosing
+        // schema with `$recursiveAnchor: true`; inlined, "#" would mean the tool's own root.
+        if let Some(recursive) = map.get("$recursiveRef") {
+            let anchor = stack.iter().rev().find(|reference| {
+                self.resolver
+                    .target(reference)
+                    .is_ok_and(|t| t.get("$recursiveAnchor") == Some(&Value::Bool(true)))
+            });
+            let Some(anchor) = anchor.filter(|_| recursive == "#") else {
+                return Err(SchemaError::Invalid(format!(
+                    "$recursiveRef {recursive} has no enclosing $recursiveAnchor to refer to"
+                )));
+            };
+            let mut local = map.clone();
+            local.remove("$recursiveRef");
+            local.insert("$ref".to_owned(), Value::String(anchor.clone()));
+            return self.expand(&Value::Object(local), stack);
+        }
         let mut out = if let Some(Value::String(reference)) = map.get("$ref") {
             let target = self
                 .resolver
@@ -568,6 +587,24 @@ mod tests {
                 }
             }))
         );
+    }
+
+    #[test]
+    fn a_recursive_ref_refers_to_its_anchor_in_defs() {
+        let document = json!({"components": {"schemas": {"Filter": {
+            "$recursiveAnchor": true, "type": "object",
+            "properties": {"filters": {"type": "array", "items": {"$recursiveRef": "#"}}}}}}});
+        assert_eq!(
+            expand(&document, &json!({"$ref": "#/components/schemas/Filter"})),
+            Ok(json!({
+                "type": "object",
+                "properties": {"filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}}},
+                "$defs": {"Filter": {"type": "object", "properties": {
+                    "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}}}}}
+            }))
+        );
+        let lost = expand(&json!({}), &json!({"items": {"$recursiveRef": "#"}}));
+        assert!(matches!(lost, Err(SchemaError::Invalid(_))), "{lost:?}");
     }
 
     #[test]
