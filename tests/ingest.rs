@@ -800,3 +800,139 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
             .any(|r| r["action"] == "refresh" && r["actor"] == "toolgate")
     );
 }
+
+#[tokio::test]
+async fn patching_the_spec_replaces_it_revalidates_and_reimports_in_one_revision() {
+    let gateway = Gateway::start().await;
+    let petstore = fixture_json("openapi/petstore-3.0.json");
+    create_source(
+        &gateway,
+        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"spec": petstore}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let only_list = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+        "paths": {"/pets": {"get": {"operationId": "listPets", "summary": "List all pets"}}}});
+    let patch = |spec: Value| {
+        gateway.admin_send(
+            Method::PATCH,
+            "/admin/sources/pets",
+            Some(json!({"config": {"spec": spec}})),
+        )
+    };
+    for refused in [
+        json!({"swagger": "2.0", "paths": {}}),
+        json!("openapi: [unclosed"),
+    ] {
+        let reply = patch(refused.clone()).await;
+        assert_eq!(
+            reply.status,
+            422,
+            "{refused}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+    let reply = patch(only_list.clone()).await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let revision = json!(
+        reply
+            .header("x-catalog-revision")
+            .and_then(|r| r.parse::<u64>().ok())
+    );
+    assert_eq!(revision, json!(2));
+    // Replaced, not merged: the stored document is exactly the new one.
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    assert_eq!(source["config"]["spec"], only_list);
+    let deprecated: Vec<(Value, Value)> = imported_tools(&gateway, "pets")
+        .await
+        .iter()
+        .map(|t| {
+            (
+                t["id"].clone(),
+                t.get("deprecated").cloned().unwrap_or(json!(false)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        deprecated,
+        [
+            (json!("pets:createPet"), json!(true)),
+            (json!("pets:deletePet"), json!(true)),
+            (json!("pets:listPets"), json!(false)),
+            (json!("pets:showPetById"), json!(true)),
+        ]
+    );
+    let audit = gateway.get("/admin/audit", &Gateway::admin()).await.json();
+    let last: Vec<(Value, Value)> = audit["data"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["action"] == "update" || r["action"] == "refresh")
+        .filter(|r| r["revision"] != json!(1))
+        .map(|r| (r["action"].clone(), r["revision"].clone()))
+        .collect();
+    assert_eq!(
+        last.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
+        vec![revision.clone(), revision],
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn unsafe_operation_ids_get_safe_names_and_their_ids_work_in_admin_urls() {
+    let gateway = Gateway::start().await;
+    let spec = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {
+        "/repos": {"get": {"operationId": "repos/get"}},
+        "/acl": {"get": {"operationId": "calendar.acl.get"}}}});
+    create_source(
+        &gateway,
+        json!({"id": "gh", "name": "gh", "type": "openapi", "config": {"spec": spec}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let reply = gateway
+        .get("/admin/tools/gh:repos%2Fget", &Gateway::admin())
+        .await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let tool = reply.json();
+    assert_eq!(
+        (&tool["id"], &tool["operation_id"], &tool["name"]),
+        (
+            &json!("gh:repos/get"),
+            &json!("repos/get"),
+            &json!("repos_get")
+        )
+    );
+    let names: Vec<Value> = imported_tools(&gateway, "gh")
+        .await
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("calendar_acl_get"), json!("repos_get")]);
+    let reply = gateway
+        .admin_send(
+            Method::POST,
+            "/admin/tools/gh:repos%2Fget/disable",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+}

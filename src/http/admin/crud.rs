@@ -237,6 +237,15 @@ async fn patch<E: CatalogEntity>(
         let mut merged = serde_json::to_value(current)
             .map_err(|e| WriteError::Store(crate::store::StoreError::Corrupt(e.to_string())))?;
         merge_patch(&mut merged, &Value::Object(patch.clone()));
+        // A source's document is one value: a patch replaces it, never merges into it (merged,
+        // the operations the new document removed would survive).
+        if E::KIND == crate::store::EntityKind::Sources
+            && let Some(spec) = patch.get("config").and_then(|c| c.get("spec"))
+            && !spec.is_null()
+            && let Some(config) = merged.get_mut("config").and_then(Value::as_object_mut)
+        {
+            config.insert("spec".to_owned(), spec.clone());
+        }
         serde_json::from_value::<E>(merged).map_err(|error| {
             WriteError::Invalid(vec![crate::domain::validate::FieldError {
                 field: String::new(),
@@ -257,6 +266,10 @@ struct Update<'r> {
 }
 
 /// Shared by PUT and PATCH: the new entity keeps its id and creation stamps.
+///
+/// What the new version would import ([`CatalogEntity::import_on_update`]) is fetched first,
+/// outside the write, from the version the current catalog gives; the write then applies it
+/// with the change, in one revision.
 async fn update<E: CatalogEntity>(
     state: &AppState,
     request: Update<'_>,
@@ -274,6 +287,27 @@ async fn update<E: CatalogEntity>(
         id: id.to_owned(),
     };
     let now = Utc::now();
+    let current = E::all(state.catalog.snapshot().catalog())
+        .iter()
+        .find(|e| e.id() == id)
+        .cloned();
+    let imported = match current {
+        Some(before) => {
+            state.catalog.check(precondition).await?;
+            let mut next = new_version(&before)?;
+            // A mask must never reach an upstream as a credential; the write reports it.
+            if next.keep_stored_secrets(Some(&before)).is_empty() {
+                next.import_on_update(&before).await?
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
+    let stamp = Stamp {
+        at: now,
+        by: actor.subject.clone(),
+    };
     let (stored, revision) = state
         .catalog
         .write_if(&actor, Some(&focus), precondition, |catalog| {
@@ -314,10 +348,12 @@ async fn update<E: CatalogEntity>(
                 *stamps.updated_by = Some(actor.subject.clone());
             }
             items[position] = next.clone();
-            Ok(Mutation {
-                notes: vec![note::<E>("update", id, Some(&before), Some(&next))],
-                value: next,
-            })
+            let mut notes = vec![note::<E>("update", id, Some(&before), Some(&next))];
+            if let Some(import) = &imported {
+                let (_, refresh) = apply_import(catalog, id, import, &stamp)?;
+                notes.extend(refresh);
+            }
+            Ok(Mutation { notes, value: next })
         })
         .await?;
     let stored = stored_version::<E>(state, stored, revision);

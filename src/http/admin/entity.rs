@@ -88,6 +88,17 @@ pub trait CatalogEntity:
         std::future::ready(Ok(None))
     }
 
+    /// Tool definitions to import in the same write that replaces or patches the entity from
+    /// `before`: a source whose document (`config.spec`, `config.url`, its headers) changed is
+    /// fetched and checked as on a create, so that an edit that `POST` would refuse is refused
+    /// too, and the tools follow the new document in the same revision.
+    fn import_on_update(
+        &self,
+        _before: &Self,
+    ) -> impl std::future::Future<Output = Result<Option<Import>, IngestError>> + Send {
+        std::future::ready(Ok(None))
+    }
+
     /// Fixes up or refuses references before the entity `id` is removed.
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
         Ok(())
@@ -167,6 +178,14 @@ impl CatalogEntity for Source {
             return Ok(None);
         }
         ingest::fetch(self).await.map(Some)
+    }
+    async fn import_on_update(&self, before: &Self) -> Result<Option<Import>, IngestError> {
+        let document =
+            |source: &Source| ["spec", "url", "headers"].map(|key| source.config.get(key).cloned());
+        if document(self) == document(before) && self.source_type == before.source_type {
+            return Ok(None);
+        }
+        self.import_on_create().await
     }
 
     /// A source takes its tools with it, and the ids pointing at them.
