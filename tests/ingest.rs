@@ -249,15 +249,33 @@ async fn swagger_2_and_bad_configs_are_rejected_and_change_nothing() {
             .contains("Swagger 2.0 documents are not supported"),
         "{problem}"
     );
+    // Fetched but not importable is the admin's to fix, as inline: 422, not 502.
     let spec = SpecServer::start(&read_fixture("openapi/swagger-2.0.json")).await;
     let problem = create_source(
         &gateway,
         json!({"id": "old", "name": "Old", "type": "openapi", "config": {"url": spec.url}}),
     )
     .await
-    .problem(502);
+    .problem(422);
     assert!(
         problem["detail"].as_str().unwrap().contains("Swagger"),
+        "{problem}"
+    );
+    // Nothing listening: 502, and it says so (not the same words as a timeout).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let url = format!("http://{}/spec", closed.local_addr().expect("address"));
+    drop(closed);
+    let problem = create_source(
+        &gateway,
+        json!({"id": "gone", "name": "Gone", "type": "openapi", "config": {"url": url}}),
+    )
+    .await
+    .problem(502);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("could not connect"),
         "{problem}"
     );
     let problem = create_source(

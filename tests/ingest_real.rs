@@ -142,3 +142,58 @@ async fn openai_yaml_with_big_integers_multipart_deprecated_and_recursion() {
     }
     assert_eq!(chat.get("deprecated"), None);
 }
+
+/// One bad operation (a duplicate operationId, here beside the real Twilio operations) is
+/// skipped with its reason in the refresh answer, the audit record and the metrics; the rest
+/// of the document is imported.
+#[tokio::test]
+async fn a_bad_operation_is_skipped_and_reported_everywhere() {
+    let gateway = Gateway::start().await;
+    let mut spec: Value =
+        serde_json::from_str(&read_fixture("openapi/twilio-messages-3.0.json")).expect("JSON");
+    spec["paths"]["/copy"] = json!({"get": {"operationId": "FetchMessage"}});
+    spec["paths"]["/remote"] = json!({"post": {"operationId": "Remote", "requestBody": {
+        "content": {"application/json": {"schema": {"$ref": "https://example.com/s.json"}}}}}});
+    let tools = import(&gateway, "twilio", spec).await;
+    assert_eq!(tools.len(), 4);
+    let audit = gateway.get("/admin/audit", &Gateway::admin()).await.json();
+    let refresh = audit["data"]
+        .as_array()
+        .and_then(|records| records.iter().find(|r| r["action"] == "refresh"))
+        .cloned()
+        .expect("a refresh record");
+    assert_eq!(
+        (&refresh["after"]["skipped"], &refresh["after"]["cut"]),
+        (&json!(2), &json!(0))
+    );
+    assert_eq!(
+        refresh["after"]["issues"][0],
+        json!({"operation": "GET /copy", "operation_id": "FetchMessage", "outcome": "skipped",
+               "reason": "operationId 'FetchMessage' is already used by GET /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json"})
+    );
+    let reply = gateway
+        .admin_send(Method::POST, "/admin/sources/twilio/refresh", None)
+        .await;
+    assert_eq!(reply.status, 200);
+    let summary = reply.json();
+    assert_eq!(
+        (&summary["skipped"], &summary["unchanged"]),
+        (&json!(2), &json!(4))
+    );
+    assert_eq!(summary["issues"][1]["operation"], json!("POST /remote"));
+    let metrics = gateway
+        .client
+        .get(format!("{}/metrics", gateway.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.lines().any(|line| line
+            .starts_with("toolgate_import_operations_total{outcome=\"skipped\"")
+            && line.ends_with(" 4")),
+        "{metrics}"
+    );
+}

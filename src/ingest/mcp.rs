@@ -243,8 +243,9 @@ impl Session {
             .await
             .map_err(|error| {
                 IngestError::Upstream(format!(
-                    "the MCP server at {} cannot be reached ({method}): {error}",
-                    self.url
+                    "the MCP server at {} cannot be reached ({method}): {}",
+                    self.url,
+                    super::why(&error)
                 ))
             })?;
         let status = response.status();

@@ -107,7 +107,8 @@ pub enum IngestError {
     /// The upstream could not be reached or answered with an error: 502.
     #[error("{0}")]
     Upstream(String),
-    /// The upstream answered, but with something that is not a usable definition: 502.
+    /// The upstream answered, but with something that is not a usable definition (a document
+    /// fetched by URL that is not OpenAPI 3 is [`IngestError::NotImportable`]): 502.
     #[error("{0}")]
     Definition(String),
 }
@@ -151,7 +152,16 @@ async fn fetch_definitions(source: &Source) -> Result<Import, IngestError> {
                 }
                 SpecLocation::Url(url) => {
                     let body = get_text(&url, &headers).await?;
-                    import_document(Document::Text(body)).await
+                    // Fetched, but not a document that can be imported: the admin's to fix
+                    // (422), as the same document inline would be; not an upstream failure.
+                    import_document(Document::Text(body))
+                        .await
+                        .map_err(|error| match error {
+                            IngestError::Definition(reason) => IngestError::NotImportable(format!(
+                                "config.url: the document at {url}: {reason}"
+                            )),
+                            other => other,
+                        })
                 }
             }
         }
@@ -196,6 +206,27 @@ pub(crate) fn client() -> Result<reqwest::Client, IngestError> {
         .map_err(|error| IngestError::Upstream(format!("cannot build an HTTP client: {error}")))
 }
 
+/// Why a request failed, in words that tell a timeout from a refused connection (reqwest's
+/// own text reads "error sending request" for both).
+pub(crate) fn why(error: &reqwest::Error) -> String {
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    let detail = causes.join(": ");
+    if error.is_timeout() {
+        format!("no answer within {} s (timed out)", FETCH_TIMEOUT.as_secs())
+    } else if error.is_connect() {
+        format!("could not connect ({detail})")
+    } else if detail.is_empty() {
+        error.to_string()
+    } else {
+        format!("{error}: {detail}")
+    }
+}
+
 /// Reads a response body up to [`MAX_FETCH_BYTES`].
 pub(crate) async fn read_body(
     mut response: reqwest::Response,
@@ -222,10 +253,9 @@ async fn get_text(url: &str, headers: &[(String, String)]) -> Result<String, Ing
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|error| IngestError::Upstream(format!("fetching {url} failed: {error}")))?;
+    let response = request.send().await.map_err(|error| {
+        IngestError::Upstream(format!("fetching {url} failed: {}", why(&error)))
+    })?;
     let status = response.status();
     if !status.is_success() {
         return Err(IngestError::Upstream(format!(

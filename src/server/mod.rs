@@ -318,7 +318,10 @@ pub async fn start(
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
-    let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
+    let refresher = tokio::spawn(crate::service::periodic::run(
+        Arc::clone(&state.catalog),
+        Arc::clone(&state.metrics),
+    ));
     let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.

@@ -13,12 +13,14 @@ use tokio::time::Instant;
 
 use super::{Actor, CatalogService, Precondition, refresh_source};
 use crate::domain::source_config::refresh_interval_secs;
+use crate::telemetry::metrics::Metrics;
 
 /// How often the task looks for due sources.
 const TICK: Duration = Duration::from_secs(1);
 
-/// Runs until the task is aborted (the server aborts it when it stops).
-pub async fn run(catalog: Arc<CatalogService>) {
+/// Runs until the task is aborted (the server aborts it when it stops). Failures and the
+/// operations each refresh skipped or cut are counted in `metrics`.
+pub async fn run(catalog: Arc<CatalogService>, metrics: Arc<Metrics>) {
     let actor = Actor {
         subject: "toolgate".to_owned(),
         request_id: None,
@@ -43,11 +45,16 @@ pub async fn run(catalog: Arc<CatalogService>) {
         last.retain(|id, _| snapshot.catalog().sources.iter().any(|s| &s.id == id));
         for id in due {
             match refresh_source(&catalog, &actor, &id, &Precondition::Any).await {
-                Ok((summary, revision)) if summary.changed() => {
-                    tracing::info!(source = %id, revision, ?summary, "periodic refresh");
+                Ok((summary, revision)) => {
+                    metrics.import_issues(summary.skipped, summary.cut);
+                    if summary.changed() {
+                        tracing::info!(source = %id, revision, ?summary, "periodic refresh");
+                    }
                 }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(source = %id, %error, "periodic refresh failed"),
+                Err(error) => {
+                    metrics.refresh_failed("periodic");
+                    tracing::warn!(source = %id, %error, "periodic refresh failed");
+                }
             }
         }
     }

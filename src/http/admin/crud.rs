@@ -23,6 +23,7 @@ use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs};
 use crate::ingest::refresh::Stamp;
+use crate::ingest::{Import, IssueOutcome};
 use crate::service::ingest::apply_import;
 use crate::service::{AuditNote, Focus, Mutation, Precondition, WriteError};
 
@@ -189,6 +190,9 @@ async fn create<E: CatalogEntity>(
             })
         })
         .await?;
+    if let Some(import) = &imported {
+        record_issues(&state, import);
+    }
     let stored = stored_version::<E>(&state, stored, revision);
     let location = format!(
         "/admin/{}/{}",
@@ -356,11 +360,28 @@ async fn update<E: CatalogEntity>(
             Ok(Mutation { notes, value: next })
         })
         .await?;
+    if let Some(import) = &imported {
+        record_issues(state, import);
+    }
     let stored = stored_version::<E>(state, stored, revision);
     Ok(with_revision(
         Json(stored.redacted()).into_response(),
         revision,
     ))
+}
+
+/// Counts what an import on create or update skipped or cut (`toolgate.import.operations`).
+fn record_issues(state: &AppState, import: &Import) {
+    let count = |outcome| {
+        import
+            .issues
+            .iter()
+            .filter(|issue| issue.outcome == outcome)
+            .count()
+    };
+    state
+        .metrics
+        .import_issues(count(IssueOutcome::Skipped), count(IssueOutcome::Cut));
 }
 
 /// The entity as the catalog holds it after a write (normalisation may have derived fields,
