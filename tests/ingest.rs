@@ -450,8 +450,18 @@ async fn tool_service_config_is_checked_and_never_reaches_agents() {
     assert_eq!(
         problem["errors"],
         json!([{"field": "tools[0].service_config",
-                "message": "missing required config parameters of service 'custom-rag': collection"}])
+                "message": "tool 'custom-rag:query-customers' lacks required config parameters of service 'custom-rag' (absent or empty): collection"}])
     );
+    // An empty text does not satisfy a required parameter either.
+    let problem = gateway
+        .admin_send(
+            Method::PUT,
+            "/admin/catalog",
+            Some(tool_service_catalog(json!({"collection": " "}))),
+        )
+        .await
+        .problem(422);
+    assert_eq!(problem["errors"][0]["field"], "tools[0].service_config");
     let problem = gateway
         .admin_send(
             Method::PUT,
