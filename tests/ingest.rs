@@ -93,6 +93,12 @@ async fn petstore_operations_become_tools_with_resolved_schemas() {
         "{}",
         String::from_utf8_lossy(&reply.body)
     );
+    // The answer says what the import did, beside the source's own fields.
+    assert_eq!(
+        reply.json()["import"],
+        json!({"source_id": "pets", "imported": 4, "created": 4, "updated": 0, "deprecated": 0,
+               "restored": 0, "unchanged": 0, "skipped": 0, "cut": 0})
+    );
     let pet_id = json!({"type": "integer", "format": "int64", "description": "The pet's id"});
     let new_pet = json!({
         "type": "object", "required": ["name"],

@@ -180,16 +180,19 @@ async fn create<E: CatalogEntity>(
             }
             E::all_mut(catalog).push(entity.clone());
             let mut notes = vec![note::<E>("create", entity.id(), None, Some(&entity))];
+            let mut summary = None;
             if let Some(tools) = &imported {
-                let (_, refresh) = apply_import(catalog, entity.id(), tools, &stamp)?;
+                let (done, refresh) = apply_import(catalog, entity.id(), tools, &stamp)?;
                 notes.extend(refresh);
+                summary = Some(done);
             }
             Ok(Mutation {
                 notes,
-                value: entity.clone(),
+                value: (entity.clone(), summary),
             })
         })
         .await?;
+    let (stored, summary) = stored;
     if let Some(import) = &imported {
         record_issues(&state, import);
     }
@@ -199,7 +202,16 @@ async fn create<E: CatalogEntity>(
         E::KIND.as_str(),
         encode_path_segment(stored.id())
     );
-    let mut response = (StatusCode::CREATED, Json(stored.redacted())).into_response();
+    // A source created with an import says what it imported (created, deprecated, skipped,
+    // cut and why) under `import`, beside its own fields.
+    let mut body = serde_json::to_value(stored.redacted())
+        .map_err(|e| ApiError::Internal(format!("the stored entity does not serialise: {e}")))?;
+    if let (Value::Object(body), Some(summary)) = (&mut body, summary)
+        && let Ok(summary) = serde_json::to_value(&summary)
+    {
+        body.insert("import".to_owned(), summary);
+    }
+    let mut response = (StatusCode::CREATED, Json(body)).into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }

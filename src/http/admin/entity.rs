@@ -89,7 +89,7 @@ pub trait CatalogEntity:
     }
 
     /// Tool definitions to import in the same write that replaces or patches the entity from
-    /// `before`: a source whose document (`config.spec`, `config.url`, its headers) changed is
+    /// `before`: a source whose document (`config.spec` or `config.url`) changed is
     /// fetched and checked as on a create, so that an edit that `POST` would refuse is refused
     /// too, and the tools follow the new document in the same revision.
     fn import_on_update(
@@ -180,8 +180,7 @@ impl CatalogEntity for Source {
         ingest::fetch(self).await.map(Some)
     }
     async fn import_on_update(&self, before: &Self) -> Result<Option<Import>, IngestError> {
-        let document =
-            |source: &Source| ["spec", "url", "headers"].map(|key| source.config.get(key).cloned());
+        let document = |source: &Source| ["spec", "url"].map(|key| source.config.get(key).cloned());
         if document(self) == document(before) && self.source_type == before.source_type {
             return Ok(None);
         }
