@@ -85,7 +85,7 @@ impl ImportBudget {
         }
         self.work_left.set(left - 1);
         // Reading the clock is cheaper than a node, but not free: every 4096 nodes.
-        if left % 4096 == 0 && Instant::now() > self.deadline {
+        if left.is_multiple_of(4096) && Instant::now() > self.deadline {
             self.work_left.set(0);
             return Err(self.spent_reason());
         }
