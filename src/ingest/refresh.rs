@@ -291,6 +291,43 @@ mod tests {
     }
 
     #[test]
+    fn deprecated_upstream_is_imported_deprecated_and_follows_the_flag() {
+        let mut c = catalog();
+        let deprecated = ImportedTool {
+            deprecated: true,
+            ..upstream("a", "A")
+        };
+        let s = apply(&mut c, "s", &import(&[deprecated.clone()]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [1, 0, 1, 0, 0]);
+        assert!(c.tools[0].deprecated);
+        let s = apply(&mut c, "s", &import(&[deprecated.clone()]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 0, 0, 0, 1]);
+        let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 0, 0, 1, 0]);
+        assert!(!c.tools[0].deprecated);
+        let s = apply(&mut c, "s", &import(&[deprecated]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 0, 1, 0, 0]);
+        assert!(c.tools[0].deprecated);
+    }
+
+    #[test]
+    fn skips_and_cuts_are_counted_and_listed() {
+        let mut c = catalog();
+        let issue = |outcome| ImportIssue {
+            operation: "GET /x".to_owned(),
+            operation_id: None,
+            outcome,
+            reason: "why".to_owned(),
+        };
+        let import = Import {
+            tools: vec![upstream("a", "A")],
+            issues: vec![issue(IssueOutcome::Skipped), issue(IssueOutcome::Cut)],
+        };
+        let s = apply(&mut c, "s", &import, &stamp()).unwrap();
+        assert_eq!((s.skipped, s.cut, s.issues.len()), (1, 1, 2));
+    }
+
+    #[test]
     fn admin_overrides_and_flags_survive() {
         let mut c = catalog();
         apply(
