@@ -970,3 +970,23 @@ async fn unsafe_operation_ids_get_safe_names_and_their_ids_work_in_admin_urls() 
         String::from_utf8_lossy(&reply.body)
     );
 }
+
+#[tokio::test]
+async fn an_inline_spec_over_the_body_limit_is_told_to_use_a_url() {
+    let gateway = Gateway::start().await;
+    let spec = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1",
+                      "description": "x".repeat(2 * 1024 * 1024)}, "paths": {}});
+    let problem = create_source(
+        &gateway,
+        json!({"id": "big", "name": "big", "type": "openapi", "config": {"spec": spec}}),
+    )
+    .await
+    .problem(413);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("config.url"),
+        "{problem}"
+    );
+}
