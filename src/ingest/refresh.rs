@@ -297,10 +297,22 @@ mod tests {
             deprecated: true,
             ..upstream("a", "A")
         };
-        let s = apply(&mut c, "s", &import(&[deprecated.clone()]), &stamp()).unwrap();
+        let s = apply(
+            &mut c,
+            "s",
+            &import(std::slice::from_ref(&deprecated)),
+            &stamp(),
+        )
+        .unwrap();
         assert_eq!(counts(&s), [1, 0, 1, 0, 0]);
         assert!(c.tools[0].deprecated);
-        let s = apply(&mut c, "s", &import(&[deprecated.clone()]), &stamp()).unwrap();
+        let s = apply(
+            &mut c,
+            "s",
+            &import(std::slice::from_ref(&deprecated)),
+            &stamp(),
+        )
+        .unwrap();
         assert_eq!(counts(&s), [0, 0, 0, 0, 1]);
         let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
         assert_eq!(counts(&s), [0, 0, 0, 1, 0]);
