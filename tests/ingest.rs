@@ -990,3 +990,56 @@ async fn an_inline_spec_over_the_body_limit_is_told_to_use_a_url() {
         "{problem}"
     );
 }
+
+#[tokio::test]
+async fn the_seed_tier_2_tool_descriptor_is_accepted_as_written() {
+    let gateway = Gateway::start().await;
+    let mut catalog = tool_service_catalog(json!({}));
+    catalog["tools"] = json!([]);
+    gateway
+        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+        .await
+        .expect(reqwest::StatusCode::OK);
+    // Seed 001, tier 2, as written there.
+    let descriptor = json!({
+        "type": "tool-service",
+        "name": "query-customers",
+        "description": "Query the customer knowledge base",
+        "service": "custom-rag",
+        "collection": "customers",
+        "arguments": [{"name": "question", "type": "string",
+                       "description": "The question to ask about customers"}]
+    });
+    let reply = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(descriptor.clone()))
+        .await;
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let tool = reply.json();
+    assert_eq!(
+        (&tool["id"], &tool["source_id"], &tool["service_config"]),
+        (
+            &json!("custom-rag:query-customers"),
+            &json!("custom-rag"),
+            &json!({"collection": "customers"})
+        )
+    );
+    assert_eq!(tool["input_schema"]["required"], json!(["question"]));
+    // A config value the service does not declare is named with its field path.
+    let mut unknown = descriptor;
+    unknown["name"] = json!("query-products");
+    unknown["colour"] = json!("red");
+    let problem = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(unknown))
+        .await
+        .problem(422);
+    assert_eq!(
+        problem["errors"][0]["field"],
+        json!("service_config.colour"),
+        "{problem}"
+    );
+}

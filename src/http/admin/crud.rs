@@ -132,8 +132,16 @@ async fn create<E: CatalogEntity>(
     Admin(agent): Admin,
     IfMatch(precondition): IfMatch,
     headers: HeaderMap,
-    JsonBody(mut entity): JsonBody<E>,
+    JsonBody(mut body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
+    // Another shape the entity may be written in (a seed's tool descriptor) becomes the
+    // entity's own, then is read as any body is, with the same field paths on errors.
+    E::accept_other_shape(&mut body);
+    let bytes = bytes::Bytes::from(
+        serde_json::to_vec(&body)
+            .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))?,
+    );
+    let mut entity: E = crate::http::extract::parse_json(&bytes)?;
     if entity.id().is_empty() {
         let id = entity.generated_id();
         entity.set_id(id);

@@ -99,6 +99,10 @@ pub trait CatalogEntity:
         std::future::ready(Ok(None))
     }
 
+    /// Rewrites a create body written in another accepted shape into the entity's own; leaves
+    /// any other body alone (its errors are reported as they are).
+    fn accept_other_shape(_body: &mut serde_json::Value) {}
+
     /// Fixes up or refuses references before the entity `id` is removed.
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
         Ok(())
@@ -203,6 +207,77 @@ impl CatalogEntity for Source {
     }
 }
 
+/// The fields of a [`Tool`] as written in a body: in a seed's tier-2 descriptor, every other
+/// key is a config value of the service.
+const TOOL_FIELDS: [&str; 24] = [
+    "id",
+    "source_id",
+    "operation_id",
+    "name",
+    "description",
+    "method",
+    "path",
+    "tags",
+    "label_ids",
+    "input_schema",
+    "output_schema",
+    "enabled",
+    "deprecated",
+    "available_in_states",
+    "next_state",
+    "version",
+    "disabled_reason",
+    "service_config",
+    "arguments",
+    "imported",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "updated_by",
+];
+
+/// Seed 001's tier-2 tool descriptor, `{"type": "tool-service", "name", "description",
+/// "service", <config values>, "arguments"}`, as a tool: `service` is the source, `name` also
+/// the operation id (unless one is given), and every key that is not a tool field goes to
+/// `service_config`, where validation checks it against the service's declared parameters.
+fn tool_from_descriptor(body: &mut serde_json::Value) {
+    let serde_json::Value::Object(fields) = body else {
+        return;
+    };
+    if fields.get("type").and_then(serde_json::Value::as_str) != Some("tool-service")
+        || fields.contains_key("source_id")
+    {
+        return;
+    }
+    fields.remove("type");
+    if let Some(service) = fields.remove("service") {
+        fields.insert("source_id".to_owned(), service);
+    }
+    if !fields.contains_key("operation_id")
+        && let Some(name) = fields.get("name").cloned()
+    {
+        fields.insert("operation_id".to_owned(), name);
+    }
+    let values: Vec<String> = fields
+        .keys()
+        .filter(|key| !TOOL_FIELDS.contains(&key.as_str()))
+        .cloned()
+        .collect();
+    let mut config = match fields.remove("service_config") {
+        Some(serde_json::Value::Object(config)) => config,
+        _ => serde_json::Map::new(),
+    };
+    for key in values {
+        if let Some(value) = fields.remove(&key) {
+            config.insert(key, value);
+        }
+    }
+    fields.insert(
+        "service_config".to_owned(),
+        serde_json::Value::Object(config),
+    );
+}
+
 impl CatalogEntity for Tool {
     const KIND: EntityKind = EntityKind::Tools;
     const NOUN: &'static str = "tool";
@@ -228,6 +303,9 @@ impl CatalogEntity for Tool {
     }
     fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
         &mut catalog.tools
+    }
+    fn accept_other_shape(body: &mut serde_json::Value) {
+        tool_from_descriptor(body);
     }
     fn generated_id(&self) -> String {
         Tool::default_id(&self.source_id, &self.operation_id)
