@@ -1029,6 +1029,19 @@ async fn the_seed_tier_2_tool_descriptor_is_accepted_as_written() {
         )
     );
     assert_eq!(tool["input_schema"]["required"], json!(["question"]));
+    // An explicit input_schema beside arguments would be replaced: refused, not ignored.
+    let mut both = descriptor.clone();
+    both["name"] = json!("query-orders");
+    both["input_schema"] = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let problem = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(both))
+        .await
+        .problem(422);
+    assert_eq!(
+        problem["errors"][0]["field"],
+        json!("input_schema"),
+        "{problem}"
+    );
     // A config value the service does not declare is named with its field path.
     let mut unknown = descriptor;
     unknown["name"] = json!("query-products");

@@ -136,7 +136,7 @@ async fn create<E: CatalogEntity>(
 ) -> Result<Response, ApiError> {
     // Another shape the entity may be written in (a seed's tool descriptor) becomes the
     // entity's own, then is read as any body is, with the same field paths on errors.
-    E::accept_other_shape(&mut body);
+    E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
     let bytes = bytes::Bytes::from(
         serde_json::to_vec(&body)
             .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))?,

@@ -99,9 +99,12 @@ pub trait CatalogEntity:
         std::future::ready(Ok(None))
     }
 
-    /// Rewrites a create body written in another accepted shape into the entity's own; leaves
-    /// any other body alone (its errors are reported as they are).
-    fn accept_other_shape(_body: &mut serde_json::Value) {}
+    /// Rewrites a create body written in another accepted shape into the entity's own, and
+    /// refuses one whose fields contradict each other; leaves any other body alone (its errors
+    /// are reported as they are).
+    fn prepare_body(_body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
+        Ok(())
+    }
 
     /// Fixes up or refuses references before the entity `id` is removed.
     fn before_delete(_catalog: &mut Catalog, _id: &str) -> Result<(), WriteError> {
@@ -278,6 +281,30 @@ fn tool_from_descriptor(body: &mut serde_json::Value) {
     );
 }
 
+/// A tool with `arguments` has the input schema they define: an explicit `input_schema` that
+/// says something else would be silently replaced, so it is refused (one equal to the derived
+/// schema, as a read gives it back, is fine).
+fn explicit_schema_with_arguments(body: &serde_json::Value) -> Result<(), Vec<FieldError>> {
+    let (Some(schema), Some(arguments)) = (body.get("input_schema"), body.get("arguments")) else {
+        return Ok(());
+    };
+    let Ok(arguments) =
+        serde_json::from_value::<Vec<crate::domain::model::ToolArgument>>(arguments.clone())
+    else {
+        return Ok(());
+    };
+    if arguments.is_empty() || *schema == Tool::arguments_schema(&arguments) {
+        return Ok(());
+    }
+    Err(vec![FieldError {
+        field: "input_schema".to_owned(),
+        message: "a tool with arguments has the input schema they define; give one or the \
+                  other, not both"
+            .to_owned(),
+        kind: ErrorKind::Invalid,
+    }])
+}
+
 impl CatalogEntity for Tool {
     const KIND: EntityKind = EntityKind::Tools;
     const NOUN: &'static str = "tool";
@@ -304,8 +331,9 @@ impl CatalogEntity for Tool {
     fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
         &mut catalog.tools
     }
-    fn accept_other_shape(body: &mut serde_json::Value) {
+    fn prepare_body(body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
         tool_from_descriptor(body);
+        explicit_schema_with_arguments(body)
     }
     fn generated_id(&self) -> String {
         Tool::default_id(&self.source_id, &self.operation_id)
