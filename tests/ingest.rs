@@ -833,6 +833,51 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
             .iter()
             .any(|r| r["action"] == "refresh" && r["actor"] == "toolgate")
     );
+    // The periodic refresh is visible on the source.
+    let source = gateway
+        .get("/admin/sources/p", &Gateway::admin())
+        .await
+        .json();
+    assert!(source["refresh"]["last_success"].is_string(), "{source}");
+    assert_eq!(source["refresh"].get("last_error"), None, "{source}");
+}
+
+#[tokio::test]
+async fn a_failing_refresh_is_visible_on_the_source_and_a_read_writes_back() {
+    let spec = SpecServer::start(&read_fixture("openapi/petstore-3.0.json")).await;
+    let gateway = Gateway::start().await;
+    create_source(
+        &gateway,
+        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"url": spec.url}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    assert_eq!(source.get("refresh"), None, "creation is not a refresh");
+    refresh(&gateway, "pets")
+        .await
+        .expect(reqwest::StatusCode::OK);
+    spec.set(None);
+    refresh(&gateway, "pets").await.problem(502);
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    let status = &source["refresh"];
+    assert!(
+        status["last_error"].as_str().unwrap_or("").contains("500"),
+        "{source}"
+    );
+    assert!(status["last_success"].is_string(), "{source}");
+    assert_ne!(status["last_success"], status["last_attempt"]);
+    // What a read shows is the server's: writing it back is fine.
+    gateway
+        .admin_send(Method::PUT, "/admin/sources/pets", Some(source))
+        .await
+        .expect(reqwest::StatusCode::OK);
 }
 
 #[tokio::test]

@@ -305,6 +305,7 @@ pub async fn start(
         redis,
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
+        refresh_log: Arc::default(),
     };
     metrics.observe(Observed {
         cache: Arc::downgrade(&state.cache),
@@ -321,6 +322,7 @@ pub async fn start(
     let refresher = tokio::spawn(crate::service::periodic::run(
         Arc::clone(&state.catalog),
         Arc::clone(&state.metrics),
+        Arc::clone(&state.refresh_log),
     ));
     let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the

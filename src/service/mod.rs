@@ -6,7 +6,9 @@ mod diff;
 pub mod ingest;
 pub mod periodic;
 mod precondition;
+pub mod refresh_log;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
 pub use ingest::{RefreshError, refresh_source};
 pub use precondition::Precondition;
+pub use refresh_log::{RefreshLog, RefreshStatus};

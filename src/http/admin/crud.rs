@@ -21,11 +21,12 @@ use super::entity::CatalogEntity;
 use super::{REVISION_HEADER, actor};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs};
+use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs, parse_json};
 use crate::ingest::refresh::Stamp;
 use crate::ingest::{Import, IssueOutcome};
 use crate::service::ingest::apply_import;
 use crate::service::{AuditNote, Focus, Mutation, Precondition, WriteError};
+use crate::store::EntityKind;
 
 /// Page size when `limit` is not given, and the most one page may hold.
 const DEFAULT_LIMIT: usize = 100;
@@ -121,8 +122,17 @@ async fn read<E: CatalogEntity>(
         .iter()
         .find(|e| e.id() == id)
         .ok_or_else(|| not_found::<E>(&id))?;
+    let mut body = serde_json::to_value(entity.redacted())
+        .map_err(|e| ApiError::Internal(format!("the stored entity does not serialise: {e}")))?;
+    // A source says how its refreshes on this instance went (server-set: ignored on input).
+    if E::KIND == EntityKind::Sources
+        && let Some(status) = state.refresh_log.get(&id)
+        && let (Value::Object(body), Ok(status)) = (&mut body, serde_json::to_value(status))
+    {
+        body.insert("refresh".to_owned(), status);
+    }
     Ok(with_revision(
-        Json(entity.redacted()).into_response(),
+        Json(body).into_response(),
         snapshot.revision(),
     ))
 }
@@ -137,11 +147,11 @@ async fn create<E: CatalogEntity>(
     // Another shape the entity may be written in (a seed's tool descriptor) becomes the
     // entity's own, then is read as any body is, with the same field paths on errors.
     E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
-    let bytes = bytes::Bytes::from(
-        serde_json::to_vec(&body)
-            .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))?,
-    );
-    let mut entity: E = crate::http::extract::parse_json(&bytes)?;
+    let mut entity: E = parse_json(&to_bytes(&body)?)?;
+    if E::KIND == EntityKind::Sources {
+        // A new source has no refresh history, whatever a deleted one of its id had.
+        state.refresh_log.forget(entity.id());
+    }
     if entity.id().is_empty() {
         let id = entity.generated_id();
         entity.set_id(id);
@@ -232,8 +242,10 @@ async fn replace<E: CatalogEntity>(
     IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
-    JsonBody(entity): JsonBody<E>,
+    JsonBody(mut body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
+    E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
+    let entity: E = parse_json(&to_bytes(&body)?)?;
     let request = Update {
         agent: &agent,
         headers: &headers,
@@ -388,6 +400,14 @@ async fn update<E: CatalogEntity>(
         Json(stored.redacted()).into_response(),
         revision,
     ))
+}
+
+/// A body read as JSON, as bytes again: to be read as the entity with the field paths that
+/// [`parse_json`] gives its errors.
+fn to_bytes(body: &Value) -> Result<bytes::Bytes, ApiError> {
+    serde_json::to_vec(body)
+        .map(bytes::Bytes::from)
+        .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))
 }
 
 /// Counts what an import on create or update skipped or cut (`toolgate.import.operations`).

@@ -160,6 +160,15 @@ impl CatalogEntity for Source {
     ];
     stamps_and_ids!();
 
+    /// What a read or a create answer adds (`refresh`, `import`) is the server's: a body
+    /// written back with it is read without it, like the other server-set fields.
+    fn prepare_body(body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
+        if let serde_json::Value::Object(fields) = body {
+            fields.remove("refresh");
+            fields.remove("import");
+        }
+        Ok(())
+    }
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.sources
     }

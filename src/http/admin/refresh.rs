@@ -37,8 +37,12 @@ pub async fn refresh(
         .inspect_err(|error| {
             if matches!(error, RefreshError::Ingest(_)) {
                 state.metrics.refresh_failed("admin");
+                state
+                    .refresh_log
+                    .record(&id, chrono::Utc::now(), Err(error.to_string()));
             }
         })?;
+    state.refresh_log.record(&id, chrono::Utc::now(), Ok(()));
     state.metrics.import_issues(summary.skipped, summary.cut);
     Ok(with_revision(
         Json(RefreshReply { summary, revision }).into_response(),
