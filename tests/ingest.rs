@@ -421,6 +421,20 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
         Some(revision)
     );
     refresh(&gateway, "nope").await.problem(404);
+    // A manual source: 422, and the reason names only what is imported.
+    create_source(
+        &gateway,
+        json!({"id": "hand", "name": "hand", "type": "manual"}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let problem = refresh(&gateway, "hand").await.problem(422);
+    assert_eq!(
+        problem["detail"],
+        json!(
+            "config: a 'manual' source has nothing to import: its tools are written by hand (openapi and mcp sources are imported)"
+        )
+    );
 }
 
 fn tool_service_catalog(tool_config: Value) -> Value {
