@@ -323,8 +323,27 @@ impl Expansion<'_, '_> {
         if let Some(name) = self.names.get(reference) {
             return name.clone();
         }
-        let base = reference.rsplit('/').next().unwrap_or("def");
-        let base = percent_decode(base).replace("~1", "_").replace("~0", "_");
+        // The name is a JSON Pointer token inside a URI fragment: keep it to characters that
+        // need no escaping in either.
+        let base: String = reference
+            .rsplit('/')
+            .next()
+            .map(|last| percent_decode(last).replace("~1", "_").replace("~0", "_"))
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "_-.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let base = if base.is_empty() {
+            "def".to_owned()
+        } else {
+            base
+        };
         let mut name = base.clone();
         let mut n = 2;
         while self.taken.contains(&name) {
@@ -605,6 +624,16 @@ mod tests {
         );
         let lost = expand(&json!({}), &json!({"items": {"$recursiveRef": "#"}}));
         assert!(matches!(lost, Err(SchemaError::Invalid(_))), "{lost:?}");
+    }
+
+    #[test]
+    fn defs_names_need_no_escaping() {
+        let document = json!({"components": {"schemas": {"a/b c": {"type": "array",
+            "items": {"$ref": "#/components/schemas/a~1b%20c"}}}}});
+        let expanded =
+            expand(&document, &json!({"$ref": "#/components/schemas/a~1b%20c"})).expect("expands");
+        assert_eq!(expanded["items"], json!({"$ref": "#/$defs/a_b_c"}));
+        assert!(expanded["$defs"]["a_b_c"].is_object(), "{expanded}");
     }
 
     #[test]
