@@ -93,6 +93,12 @@ async fn petstore_operations_become_tools_with_resolved_schemas() {
         "{}",
         String::from_utf8_lossy(&reply.body)
     );
+    // The answer says what the import did, beside the source's own fields.
+    assert_eq!(
+        reply.json()["import"],
+        json!({"source_id": "pets", "imported": 4, "created": 4, "updated": 0, "deprecated": 0,
+               "restored": 0, "unchanged": 0, "skipped": 0, "cut": 0})
+    );
     let pet_id = json!({"type": "integer", "format": "int64", "description": "The pet's id"});
     let new_pet = json!({
         "type": "object", "required": ["name"],
@@ -249,15 +255,33 @@ async fn swagger_2_and_bad_configs_are_rejected_and_change_nothing() {
             .contains("Swagger 2.0 documents are not supported"),
         "{problem}"
     );
+    // Fetched but not importable is the admin's to fix, as inline: 422, not 502.
     let spec = SpecServer::start(&read_fixture("openapi/swagger-2.0.json")).await;
     let problem = create_source(
         &gateway,
         json!({"id": "old", "name": "Old", "type": "openapi", "config": {"url": spec.url}}),
     )
     .await
-    .problem(502);
+    .problem(422);
     assert!(
         problem["detail"].as_str().unwrap().contains("Swagger"),
+        "{problem}"
+    );
+    // Nothing listening: 502, and it says so (not the same words as a timeout).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let url = format!("http://{}/spec", closed.local_addr().expect("address"));
+    drop(closed);
+    let problem = create_source(
+        &gateway,
+        json!({"id": "gone", "name": "Gone", "type": "openapi", "config": {"url": url}}),
+    )
+    .await
+    .problem(502);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("could not connect"),
         "{problem}"
     );
     let problem = create_source(
@@ -316,7 +340,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 0, "updated": 0, "deprecated": 0,
-               "restored": 0, "unchanged": 4, "revision": 3})
+               "restored": 0, "unchanged": 4, "skipped": 0, "cut": 0, "revision": 3})
     );
     assert_eq!(before.header("x-catalog-revision"), Some("3"));
 
@@ -335,7 +359,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 1, "updated": 2, "deprecated": 1,
-               "restored": 0, "unchanged": 1, "revision": 4})
+               "restored": 0, "unchanged": 1, "skipped": 0, "cut": 0, "revision": 4})
     );
     let tools = imported_tools(&gateway, "pets").await;
     let by_id = |id: &str| tools.iter().find(|t| t["id"] == id).unwrap().clone();
@@ -397,6 +421,20 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
         Some(revision)
     );
     refresh(&gateway, "nope").await.problem(404);
+    // A manual source: 422, and the reason names only what is imported.
+    create_source(
+        &gateway,
+        json!({"id": "hand", "name": "hand", "type": "manual"}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let problem = refresh(&gateway, "hand").await.problem(422);
+    assert_eq!(
+        problem["detail"],
+        json!(
+            "config: a 'manual' source has nothing to import: its tools are written by hand (openapi and mcp sources are imported)"
+        )
+    );
 }
 
 fn tool_service_catalog(tool_config: Value) -> Value {
@@ -432,8 +470,18 @@ async fn tool_service_config_is_checked_and_never_reaches_agents() {
     assert_eq!(
         problem["errors"],
         json!([{"field": "tools[0].service_config",
-                "message": "missing required config parameters of service 'custom-rag': collection"}])
+                "message": "tool 'custom-rag:query-customers' lacks required config parameters of service 'custom-rag' (absent or empty): collection"}])
     );
+    // An empty text does not satisfy a required parameter either.
+    let problem = gateway
+        .admin_send(
+            Method::PUT,
+            "/admin/catalog",
+            Some(tool_service_catalog(json!({"collection": " "}))),
+        )
+        .await
+        .problem(422);
+    assert_eq!(problem["errors"][0]["field"], "tools[0].service_config");
     let problem = gateway
         .admin_send(
             Method::PUT,
@@ -798,5 +846,272 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
             .unwrap()
             .iter()
             .any(|r| r["action"] == "refresh" && r["actor"] == "toolgate")
+    );
+    // The periodic refresh is visible on the source.
+    let source = gateway
+        .get("/admin/sources/p", &Gateway::admin())
+        .await
+        .json();
+    assert!(source["refresh"]["last_success"].is_string(), "{source}");
+    assert_eq!(source["refresh"].get("last_error"), None, "{source}");
+}
+
+#[tokio::test]
+async fn a_failing_refresh_is_visible_on_the_source_and_a_read_writes_back() {
+    let spec = SpecServer::start(&read_fixture("openapi/petstore-3.0.json")).await;
+    let gateway = Gateway::start().await;
+    create_source(
+        &gateway,
+        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"url": spec.url}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    assert_eq!(source.get("refresh"), None, "creation is not a refresh");
+    refresh(&gateway, "pets")
+        .await
+        .expect(reqwest::StatusCode::OK);
+    spec.set(None);
+    refresh(&gateway, "pets").await.problem(502);
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    let status = &source["refresh"];
+    assert!(
+        status["last_error"].as_str().unwrap_or("").contains("500"),
+        "{source}"
+    );
+    assert!(status["last_success"].is_string(), "{source}");
+    assert_ne!(status["last_success"], status["last_attempt"]);
+    // What a read shows is the server's: writing it back is fine.
+    gateway
+        .admin_send(Method::PUT, "/admin/sources/pets", Some(source))
+        .await
+        .expect(reqwest::StatusCode::OK);
+}
+
+#[tokio::test]
+async fn patching_the_spec_replaces_it_revalidates_and_reimports_in_one_revision() {
+    let gateway = Gateway::start().await;
+    let petstore = fixture_json("openapi/petstore-3.0.json");
+    create_source(
+        &gateway,
+        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"spec": petstore}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let only_list = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+        "paths": {"/pets": {"get": {"operationId": "listPets", "summary": "List all pets"}}}});
+    let patch = |spec: Value| {
+        gateway.admin_send(
+            Method::PATCH,
+            "/admin/sources/pets",
+            Some(json!({"config": {"spec": spec}})),
+        )
+    };
+    for refused in [
+        json!({"swagger": "2.0", "paths": {}}),
+        json!("openapi: [unclosed"),
+    ] {
+        let reply = patch(refused.clone()).await;
+        assert_eq!(
+            reply.status,
+            422,
+            "{refused}: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+    let reply = patch(only_list.clone()).await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let revision = json!(
+        reply
+            .header("x-catalog-revision")
+            .and_then(|r| r.parse::<u64>().ok())
+    );
+    assert_eq!(revision, json!(2));
+    // Replaced, not merged: the stored document is exactly the new one.
+    let source = gateway
+        .get("/admin/sources/pets", &Gateway::admin())
+        .await
+        .json();
+    assert_eq!(source["config"]["spec"], only_list);
+    let deprecated: Vec<(Value, Value)> = imported_tools(&gateway, "pets")
+        .await
+        .iter()
+        .map(|t| {
+            (
+                t["id"].clone(),
+                t.get("deprecated").cloned().unwrap_or(json!(false)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        deprecated,
+        [
+            (json!("pets:createPet"), json!(true)),
+            (json!("pets:deletePet"), json!(true)),
+            (json!("pets:listPets"), json!(false)),
+            (json!("pets:showPetById"), json!(true)),
+        ]
+    );
+    let audit = gateway.get("/admin/audit", &Gateway::admin()).await.json();
+    let last: Vec<(Value, Value)> = audit["data"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["action"] == "update" || r["action"] == "refresh")
+        .filter(|r| r["revision"] != json!(1))
+        .map(|r| (r["action"].clone(), r["revision"].clone()))
+        .collect();
+    assert_eq!(
+        last.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(),
+        vec![revision.clone(), revision],
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn unsafe_operation_ids_get_safe_names_and_their_ids_work_in_admin_urls() {
+    let gateway = Gateway::start().await;
+    let spec = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {
+        "/repos": {"get": {"operationId": "repos/get"}},
+        "/acl": {"get": {"operationId": "calendar.acl.get"}}}});
+    create_source(
+        &gateway,
+        json!({"id": "gh", "name": "gh", "type": "openapi", "config": {"spec": spec}}),
+    )
+    .await
+    .expect(reqwest::StatusCode::CREATED);
+    let reply = gateway
+        .get("/admin/tools/gh:repos%2Fget", &Gateway::admin())
+        .await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let tool = reply.json();
+    assert_eq!(
+        (&tool["id"], &tool["operation_id"], &tool["name"]),
+        (
+            &json!("gh:repos/get"),
+            &json!("repos/get"),
+            &json!("repos_get")
+        )
+    );
+    let names: Vec<Value> = imported_tools(&gateway, "gh")
+        .await
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("calendar_acl_get"), json!("repos_get")]);
+    let reply = gateway
+        .admin_send(
+            Method::POST,
+            "/admin/tools/gh:repos%2Fget/disable",
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+}
+
+#[tokio::test]
+async fn an_inline_spec_over_the_body_limit_is_told_to_use_a_url() {
+    let gateway = Gateway::start().await;
+    let spec = json!({"openapi": "3.0.3", "info": {"title": "t", "version": "1",
+                      "description": "x".repeat(2 * 1024 * 1024)}, "paths": {}});
+    let problem = create_source(
+        &gateway,
+        json!({"id": "big", "name": "big", "type": "openapi", "config": {"spec": spec}}),
+    )
+    .await
+    .problem(413);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("config.url"),
+        "{problem}"
+    );
+}
+
+#[tokio::test]
+async fn the_seed_tier_2_tool_descriptor_is_accepted_as_written() {
+    let gateway = Gateway::start().await;
+    let mut catalog = tool_service_catalog(json!({}));
+    catalog["tools"] = json!([]);
+    gateway
+        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+        .await
+        .expect(reqwest::StatusCode::OK);
+    // Seed 001, tier 2, as written there.
+    let descriptor = json!({
+        "type": "tool-service",
+        "name": "query-customers",
+        "description": "Query the customer knowledge base",
+        "service": "custom-rag",
+        "collection": "customers",
+        "arguments": [{"name": "question", "type": "string",
+                       "description": "The question to ask about customers"}]
+    });
+    let reply = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(descriptor.clone()))
+        .await;
+    assert_eq!(
+        reply.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let tool = reply.json();
+    assert_eq!(
+        (&tool["id"], &tool["source_id"], &tool["service_config"]),
+        (
+            &json!("custom-rag:query-customers"),
+            &json!("custom-rag"),
+            &json!({"collection": "customers"})
+        )
+    );
+    assert_eq!(tool["input_schema"]["required"], json!(["question"]));
+    // An explicit input_schema beside arguments would be replaced: refused, not ignored.
+    let mut both = descriptor.clone();
+    both["name"] = json!("query-orders");
+    both["input_schema"] = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    let problem = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(both))
+        .await
+        .problem(422);
+    assert_eq!(
+        problem["errors"][0]["field"],
+        json!("input_schema"),
+        "{problem}"
+    );
+    // A config value the service does not declare is named with its field path.
+    let mut unknown = descriptor;
+    unknown["name"] = json!("query-products");
+    unknown["colour"] = json!("red");
+    let problem = gateway
+        .admin_send(Method::POST, "/admin/tools", Some(unknown))
+        .await
+        .problem(422);
+    assert_eq!(
+        problem["errors"][0]["field"],
+        json!("service_config.colour"),
+        "{problem}"
     );
 }

@@ -108,7 +108,10 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
         other => {
             return Err(vec![error(
                 "",
-                format!("a '{other}' source is not imported; only openapi and mcp sources are"),
+                format!(
+                    "a '{other}' source has nothing to import: its tools are written by hand \
+                     (openapi and mcp sources are imported)"
+                ),
             )]);
         }
     };

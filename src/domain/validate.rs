@@ -312,14 +312,21 @@ impl Validator {
             let missing: Vec<&str> = descriptor
                 .config_params
                 .iter()
-                .filter(|p| p.required && !tool.service_config.contains_key(&p.name))
+                .filter(|p| {
+                    // An empty text is no more a value than an absent one.
+                    p.required
+                        && tool.service_config.get(&p.name).is_none_or(|value| {
+                            value.is_null() || value.as_str().is_some_and(|s| s.trim().is_empty())
+                        })
+                })
                 .map(|p| p.name.as_str())
                 .collect();
             if !missing.is_empty() {
                 self.invalid(
                     format!("{at}.service_config"),
                     format!(
-                        "missing required config parameters of service '{}': {}",
+                        "tool '{}' lacks required config parameters of service '{}' (absent or empty): {}",
+                        tool.id,
                         tool.source_id,
                         missing.join(", ")
                     ),

@@ -28,7 +28,8 @@ pub enum ApiError {
     NotFound(String),
     /// The path is known but not with this method: 405 (the router adds `Allow`).
     MethodNotAllowed(String),
-    PayloadTooLarge(usize),
+    /// The limit, and what to do instead where there is a better way (a source's document).
+    PayloadTooLarge(usize, Option<&'static str>),
     Unauthorized(AuthError),
     Forbidden(String),
     /// An upstream the gateway fetched from (an OpenAPI URL, an MCP server) failed or answered
@@ -92,7 +93,7 @@ impl ApiError {
                 "method-not-allowed",
                 "Method not allowed",
             ),
-            ApiError::PayloadTooLarge(_) => (
+            ApiError::PayloadTooLarge(..) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
                 "Payload too large",
@@ -142,8 +143,12 @@ impl ApiError {
             }
             ApiError::Invalid(_) => "the request is invalid".to_owned(),
             ApiError::Conflict(detail, _) => detail.clone(),
-            ApiError::PayloadTooLarge(limit) => {
-                format!("the request body is larger than the limit of {limit} bytes")
+            ApiError::PayloadTooLarge(limit, hint) => {
+                let detail = format!("the request body is larger than the limit of {limit} bytes");
+                match hint {
+                    Some(hint) => format!("{detail}; {hint}"),
+                    None => detail,
+                }
             }
             ApiError::Unauthorized(error) => error.description().to_owned(),
             ApiError::Internal(_) => {

@@ -131,7 +131,25 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let bytes = read_body(request, state.body_limit).await?;
+        // An inline OpenAPI document is what most often outgrows the limit: say what to do.
+        // Nested routers see their own part of the path: the original URI says which route.
+        let path = match request.extensions().get::<axum::extract::OriginalUri>() {
+            Some(original) => original.path(),
+            None => request.uri().path(),
+        };
+        let source = path.starts_with("/admin/sources");
+        let bytes = read_body(request, state.body_limit)
+            .await
+            .map_err(|error| match error {
+                ApiError::PayloadTooLarge(limit, None) if source => ApiError::PayloadTooLarge(
+                    limit,
+                    Some(
+                        "give a large OpenAPI document by URL (config.url), which is fetched \
+                         with a larger limit, rather than inline (config.spec)",
+                    ),
+                ),
+                other => other,
+            })?;
         parse_json(&bytes).map(JsonBody)
     }
 }
@@ -160,7 +178,7 @@ async fn read_body(request: Request, limit: usize) -> Result<Bytes, ApiError> {
         .map_err(|error| {
             let error = error.into_inner();
             if error.is::<http_body_util::LengthLimitError>() {
-                return ApiError::PayloadTooLarge(limit);
+                return ApiError::PayloadTooLarge(limit, None);
             }
             ApiError::Malformed(format!(
                 "could not read the request body: {}",

@@ -58,6 +58,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Per-subject rate limits.
     pub limits: Arc<Limiters>,
+    /// The last refresh of each source on this instance (`GET /admin/sources/{id}`).
+    pub refresh_log: Arc<crate::service::RefreshLog>,
 }
 
 impl AppState {

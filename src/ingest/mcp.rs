@@ -19,6 +19,8 @@
 //! (SEMANTICS.md section 9). `read-only` and `idempotent` need an explicit `true`. A hint that
 //! is not a boolean counts as absent.
 
+use std::sync::Arc;
+
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
@@ -77,14 +79,17 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
         })
         .map_or_else(|| format!("MCP tool {name}"), str::to_owned);
     let input_schema = match tool.get("inputSchema") {
-        Some(schema @ Value::Object(_)) => schema.clone(),
+        Some(schema @ Value::Object(_)) => Arc::new(schema.clone()),
         _ => {
             return Err(IngestError::Definition(format!(
                 "MCP tool '{name}' has no inputSchema object"
             )));
         }
     };
-    let output_schema = tool.get("outputSchema").filter(|s| s.is_object()).cloned();
+    let output_schema = tool
+        .get("outputSchema")
+        .filter(|s| s.is_object())
+        .map(|s| Arc::new(s.clone()));
     let tags = HINT_TAGS
         .iter()
         .filter(|(hint, _, default)| {
@@ -104,6 +109,7 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
         tags,
         input_schema,
         output_schema,
+        deprecated: false,
     })
 }
 
@@ -237,8 +243,9 @@ impl Session {
             .await
             .map_err(|error| {
                 IngestError::Upstream(format!(
-                    "the MCP server at {} cannot be reached ({method}): {error}",
-                    self.url
+                    "the MCP server at {} cannot be reached ({method}): {}",
+                    self.url,
+                    super::why(&error)
                 ))
             })?;
         let status = response.status();
@@ -340,7 +347,7 @@ mod tests {
         assert_eq!(tool.method, "MCP");
         assert_eq!(tool.tags, ["read-only", "open-world"]);
         assert_eq!(
-            tool.input_schema,
+            *tool.input_schema,
             json!({"type": "object", "properties": {"p": {"type": "string"}}, "x-extra": 1})
         );
     }

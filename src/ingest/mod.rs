@@ -8,9 +8,11 @@
 //! their tools are written by admins and checked by [`crate::domain::validate`].
 
 pub mod mcp;
+pub mod names;
 pub mod openapi;
 pub mod refresh;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -25,17 +27,67 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 pub const MAX_FETCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// One tool as the upstream defines it: everything the importer owns.
+///
+/// Schemas are shared: an import gives equal schemas one `Arc`, which the catalog keeps.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ImportedTool {
+    /// The upstream's own identifier (an `operationId`, an MCP tool name), kept as written:
+    /// the tool id is `{source_id}:{operation_id}`.
     pub operation_id: String,
+    /// A function name for LLMs, made from `operation_id` by [`names::assign`].
     pub name: String,
     pub description: String,
     pub method: String,
     pub path: String,
     pub tags: Vec<String>,
-    pub input_schema: Value,
+    pub input_schema: Arc<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Arc<Value>>,
+    /// The upstream marks the operation deprecated: imported, but as a deprecated tool.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deprecated: bool,
+}
+
+/// What one import read from the upstream: its tools, and the operations it skipped or cut.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Import {
+    pub tools: Vec<ImportedTool>,
+    pub issues: Vec<ImportIssue>,
+}
+
+/// An operation that was not imported, or imported with less than the upstream defines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ImportIssue {
+    /// `METHOD /path` (or the path, when the whole path item is unreadable).
+    pub operation: String,
+    /// The upstream's `operationId`, when it gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_id: Option<String>,
+    pub outcome: IssueOutcome,
+    /// What is wrong, in the document's terms.
+    pub reason: String,
+}
+
+/// What became of an operation with an issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IssueOutcome {
+    /// No tool was made for it.
+    Skipped,
+    /// A tool was made, without a part (its output schema).
+    Cut,
+}
+
+impl ImportIssue {
+    /// An operation that was not imported.
+    pub fn skipped(operation: String, operation_id: Option<&str>, reason: String) -> Self {
+        ImportIssue {
+            operation,
+            operation_id: operation_id.map(str::to_owned),
+            outcome: IssueOutcome::Skipped,
+            reason,
+        }
+    }
 }
 
 impl ImportedTool {
@@ -55,13 +107,21 @@ pub enum IngestError {
     /// The upstream could not be reached or answered with an error: 502.
     #[error("{0}")]
     Upstream(String),
-    /// The upstream answered, but with something that is not a usable definition: 502.
+    /// The upstream answered, but with something that is not a usable definition (a document
+    /// fetched by URL that is not OpenAPI 3 is [`IngestError::NotImportable`]): 502.
     #[error("{0}")]
     Definition(String),
 }
 
-/// Fetches the current tool definitions of an `openapi` or `mcp` source.
-pub async fn fetch(source: &Source) -> Result<Vec<ImportedTool>, IngestError> {
+/// Fetches the current tool definitions of an `openapi` or `mcp` source, with names every
+/// LLM accepts ([`names::assign`]).
+pub async fn fetch(source: &Source) -> Result<Import, IngestError> {
+    let mut import = fetch_definitions(source).await?;
+    names::assign(&mut import.tools);
+    Ok(import)
+}
+
+async fn fetch_definitions(source: &Source) -> Result<Import, IngestError> {
     let config = source_config::import_config(source).map_err(|errors| {
         IngestError::NotImportable(
             errors
@@ -83,23 +143,57 @@ pub async fn fetch(source: &Source) -> Result<Vec<ImportedTool>, IngestError> {
                 // An inline document is the admin's own input: its faults are 422, not 502.
                 SpecLocation::Inline(document) => {
                     let document = match document {
-                        Value::String(text) => openapi::parse_document(&text),
-                        document => Ok(document),
+                        Value::String(text) => Document::Text(text),
+                        document => Document::Parsed(document),
                     };
-                    document
-                        .and_then(|document| openapi::tools_from_document(&document))
-                        .map_err(|error| {
-                            IngestError::NotImportable(format!("config.spec: {error}"))
-                        })
+                    import_document(document).await.map_err(|error| {
+                        IngestError::NotImportable(format!("config.spec: {error}"))
+                    })
                 }
                 SpecLocation::Url(url) => {
                     let body = get_text(&url, &headers).await?;
-                    openapi::tools_from_document(&openapi::parse_document(&body)?)
+                    // Fetched, but not a document that can be imported: the admin's to fix
+                    // (422), as the same document inline would be; not an upstream failure.
+                    import_document(Document::Text(body))
+                        .await
+                        .map_err(|error| match error {
+                            IngestError::Definition(reason) => IngestError::NotImportable(format!(
+                                "config.url: the document at {url}: {reason}"
+                            )),
+                            other => other,
+                        })
                 }
             }
         }
-        ImportConfig::Mcp { url, headers } => mcp::list_tools(&source.name, &url, &headers).await,
+        ImportConfig::Mcp { url, headers } => {
+            let tools = mcp::list_tools(&source.name, &url, &headers).await?;
+            Ok(Import {
+                tools,
+                issues: Vec::new(),
+            })
+        }
     }
+}
+
+/// An OpenAPI document as configured: text to parse, or already JSON.
+enum Document {
+    Text(String),
+    Parsed(Value),
+}
+
+/// Parses and imports a document on a blocking thread: a large document takes seconds of CPU,
+/// which must not stall the requests that share the async workers. The document and every
+/// intermediate value are dropped there too, before the answer.
+async fn import_document(document: Document) -> Result<Import, IngestError> {
+    tokio::task::spawn_blocking(move || {
+        let document = match document {
+            Document::Text(text) => openapi::parse_document(&text)?,
+            Document::Parsed(document) => document,
+        };
+        openapi::tools_from_document(&document)
+    })
+    .await
+    .map_err(|error| IngestError::Definition(format!("the import failed: {error}")))?
 }
 
 /// The HTTP client of all importers: rustls, bounded time, no redirects to other schemes.
@@ -110,6 +204,27 @@ pub(crate) fn client() -> Result<reqwest::Client, IngestError> {
         .redirect(reqwest::redirect::Policy::limited(5))
         .build()
         .map_err(|error| IngestError::Upstream(format!("cannot build an HTTP client: {error}")))
+}
+
+/// Why a request failed, in words that tell a timeout from a refused connection (reqwest's
+/// own text reads "error sending request" for both).
+pub(crate) fn why(error: &reqwest::Error) -> String {
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    let detail = causes.join(": ");
+    if error.is_timeout() {
+        format!("no answer within {} s (timed out)", FETCH_TIMEOUT.as_secs())
+    } else if error.is_connect() {
+        format!("could not connect ({detail})")
+    } else if detail.is_empty() {
+        error.to_string()
+    } else {
+        format!("{error}: {detail}")
+    }
 }
 
 /// Reads a response body up to [`MAX_FETCH_BYTES`].
@@ -138,10 +253,9 @@ async fn get_text(url: &str, headers: &[(String, String)]) -> Result<String, Ing
     for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|error| IngestError::Upstream(format!("fetching {url} failed: {error}")))?;
+    let response = request.send().await.map_err(|error| {
+        IngestError::Upstream(format!("fetching {url} failed: {}", why(&error)))
+    })?;
     let status = response.status();
     if !status.is_success() {
         return Err(IngestError::Upstream(format!(

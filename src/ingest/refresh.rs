@@ -5,8 +5,12 @@
 //! - new upstream → created, enabled;
 //! - changed upstream → updated (method, path, tags, schemas, and `name`/`description` unless
 //!   an admin overrode them);
-//! - gone upstream → marked `deprecated` (hidden from agents, still referable by groups);
-//! - back upstream → `deprecated` cleared (restored).
+//! - gone upstream, or marked deprecated upstream → marked `deprecated` (hidden from agents,
+//!   still referable by groups);
+//! - back upstream (and not deprecated there) → `deprecated` cleared (restored).
+//!
+//! Operations the importer skipped or cut are counted and listed in the summary: a skipped
+//! operation's tool, if an earlier import made one, is deprecated like a gone one.
 //!
 //! Admin-set fields are never touched: `enabled`, `label_ids`, states, version, and a `name` or
 //! `description` that differs from [`Imported`]'s record of what the import last set. Tools of
@@ -18,7 +22,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::ImportedTool;
+use super::{Import, ImportIssue, ImportedTool, IssueOutcome};
 use crate::domain::model::{Catalog, Imported, Tool};
 use crate::domain::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 
@@ -34,6 +38,13 @@ pub struct RefreshSummary {
     pub deprecated: usize,
     pub restored: usize,
     pub unchanged: usize,
+    /// Operations the upstream defines that were not imported (`issues` says why).
+    pub skipped: usize,
+    /// Operations imported with less than the upstream defines (`issues` says what).
+    pub cut: usize,
+    /// Per operation, what was skipped or cut and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<ImportIssue>,
 }
 
 impl RefreshSummary {
@@ -56,12 +67,23 @@ pub struct Stamp {
 pub fn apply(
     catalog: &mut Catalog,
     source_id: &str,
-    imported: &[ImportedTool],
+    import: &Import,
     stamp: &Stamp,
 ) -> Result<RefreshSummary, String> {
+    let imported = &import.tools;
+    let count = |outcome| {
+        import
+            .issues
+            .iter()
+            .filter(|issue| issue.outcome == outcome)
+            .count()
+    };
     let mut summary = RefreshSummary {
         source_id: source_id.to_owned(),
         imported: imported.len(),
+        skipped: count(IssueOutcome::Skipped),
+        cut: count(IssueOutcome::Cut),
+        issues: import.issues.clone(),
         ..RefreshSummary::default()
     };
     let mut present = std::collections::HashSet::new();
@@ -80,6 +102,9 @@ pub fn apply(
                 .tools
                 .push(new_tool(&id, source_id, &upstream, record, stamp));
             summary.created += 1;
+            if upstream.deprecated {
+                summary.deprecated += 1;
+            }
             continue;
         };
         if tool.source_id != source_id {
@@ -88,9 +113,10 @@ pub fn apply(
                 tool.source_id
             ));
         }
-        let restored = tool.deprecated;
+        let restored = tool.deprecated && !upstream.deprecated;
+        let deprecated = !tool.deprecated && upstream.deprecated;
         let changed = tool.imported.as_ref().map(|i| &i.content_hash) != Some(&hash);
-        if !restored && !changed {
+        if !restored && !deprecated && !changed {
             summary.unchanged += 1;
             continue;
         }
@@ -112,15 +138,17 @@ pub fn apply(
             tool.method = Some(upstream.method.clone());
             tool.path = Some(upstream.path.clone());
             tool.tags = upstream.tags.clone();
-            tool.input_schema = Arc::new(upstream.input_schema.clone());
-            tool.output_schema = upstream.output_schema.clone().map(Arc::new);
+            tool.input_schema = Arc::clone(&upstream.input_schema);
+            tool.output_schema = upstream.output_schema.clone();
             tool.imported = Some(record);
         }
-        tool.deprecated = false;
+        tool.deprecated = upstream.deprecated;
         tool.updated_at = Some(stamp.at);
         tool.updated_by = Some(stamp.by.clone());
         if restored {
             summary.restored += 1;
+        } else if deprecated {
+            summary.deprecated += 1;
         } else {
             summary.updated += 1;
         }
@@ -167,10 +195,10 @@ fn new_tool(
         path: Some(upstream.path.clone()),
         tags: upstream.tags.clone(),
         label_ids: Vec::new(),
-        input_schema: Arc::new(upstream.input_schema.clone()),
-        output_schema: upstream.output_schema.clone().map(Arc::new),
+        input_schema: Arc::clone(&upstream.input_schema),
+        output_schema: upstream.output_schema.clone(),
         enabled: true,
-        deprecated: false,
+        deprecated: upstream.deprecated,
         available_in_states: None,
         next_state: None,
         version: None,
@@ -199,8 +227,17 @@ mod tests {
             method: "GET".to_owned(),
             path: format!("/{op}"),
             tags: vec![],
-            input_schema: json!({"type": "object", "properties": {}}),
+            input_schema: Arc::new(json!({"type": "object", "properties": {}})),
             output_schema: None,
+            deprecated: false,
+        }
+    }
+
+    /// An import of `tools` with nothing skipped.
+    fn import(tools: &[ImportedTool]) -> Import {
+        Import {
+            tools: tools.to_vec(),
+            issues: Vec::new(),
         }
     }
 
@@ -226,18 +263,18 @@ mod tests {
         let s = apply(
             &mut c,
             "s",
-            &[upstream("a", "A"), upstream("b", "B")],
+            &import(&[upstream("a", "A"), upstream("b", "B")]),
             &stamp(),
         )
         .unwrap();
         assert_eq!(counts(&s), [2, 0, 0, 0, 0]);
-        let s = apply(&mut c, "s", &[upstream("a", "A2")], &stamp()).unwrap();
+        let s = apply(&mut c, "s", &import(&[upstream("a", "A2")]), &stamp()).unwrap();
         assert_eq!(counts(&s), [0, 1, 1, 0, 0]);
         assert!(c.tools.iter().find(|t| t.id == "s:b").unwrap().deprecated);
         let s = apply(
             &mut c,
             "s",
-            &[upstream("a", "A2"), upstream("b", "B")],
+            &import(&[upstream("a", "A2"), upstream("b", "B")]),
             &stamp(),
         )
         .unwrap();
@@ -246,11 +283,60 @@ mod tests {
         let s = apply(
             &mut c,
             "s",
-            &[upstream("a", "A2"), upstream("b", "B")],
+            &import(&[upstream("a", "A2"), upstream("b", "B")]),
             &stamp(),
         )
         .unwrap();
         assert!(!s.changed());
+    }
+
+    #[test]
+    fn deprecated_upstream_is_imported_deprecated_and_follows_the_flag() {
+        let mut c = catalog();
+        let deprecated = ImportedTool {
+            deprecated: true,
+            ..upstream("a", "A")
+        };
+        let s = apply(
+            &mut c,
+            "s",
+            &import(std::slice::from_ref(&deprecated)),
+            &stamp(),
+        )
+        .unwrap();
+        assert_eq!(counts(&s), [1, 0, 1, 0, 0]);
+        assert!(c.tools[0].deprecated);
+        let s = apply(
+            &mut c,
+            "s",
+            &import(std::slice::from_ref(&deprecated)),
+            &stamp(),
+        )
+        .unwrap();
+        assert_eq!(counts(&s), [0, 0, 0, 0, 1]);
+        let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 0, 0, 1, 0]);
+        assert!(!c.tools[0].deprecated);
+        let s = apply(&mut c, "s", &import(&[deprecated]), &stamp()).unwrap();
+        assert_eq!(counts(&s), [0, 0, 1, 0, 0]);
+        assert!(c.tools[0].deprecated);
+    }
+
+    #[test]
+    fn skips_and_cuts_are_counted_and_listed() {
+        let mut c = catalog();
+        let issue = |outcome| ImportIssue {
+            operation: "GET /x".to_owned(),
+            operation_id: None,
+            outcome,
+            reason: "why".to_owned(),
+        };
+        let import = Import {
+            tools: vec![upstream("a", "A")],
+            issues: vec![issue(IssueOutcome::Skipped), issue(IssueOutcome::Cut)],
+        };
+        let s = apply(&mut c, "s", &import, &stamp()).unwrap();
+        assert_eq!((s.skipped, s.cut, s.issues.len()), (1, 1, 2));
     }
 
     #[test]
@@ -259,7 +345,7 @@ mod tests {
         apply(
             &mut c,
             "s",
-            &[upstream("a", "A"), upstream("b", "B")],
+            &import(&[upstream("a", "A"), upstream("b", "B")]),
             &stamp(),
         )
         .unwrap();
@@ -273,7 +359,7 @@ mod tests {
         apply(
             &mut c,
             "s",
-            &[upstream("a", "A new"), upstream("b", "B new")],
+            &import(&[upstream("a", "A new"), upstream("b", "B new")]),
             &stamp(),
         )
         .unwrap();
@@ -297,7 +383,7 @@ mod tests {
             )
             .unwrap(),
         );
-        let s = apply(&mut c, "s", &[upstream("a", "A")], &stamp()).unwrap();
+        let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
         assert_eq!(counts(&s), [1, 0, 0, 0, 0]);
         assert!(
             !c.tools

@@ -317,6 +317,7 @@ pub async fn start(
         redis,
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
+        refresh_log: Arc::default(),
     };
     observed::register(
         &metrics,
@@ -330,7 +331,11 @@ pub async fn start(
     );
     let addr = listener.local_addr()?;
     let app = router(state.clone(), config.request_timeout);
-    let refresher = tokio::spawn(crate::service::periodic::run(Arc::clone(&state.catalog)));
+    let refresher = tokio::spawn(crate::service::periodic::run(
+        Arc::clone(&state.catalog),
+        Arc::clone(&state.metrics),
+        Arc::clone(&state.refresh_log),
+    ));
     let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.

@@ -7,7 +7,7 @@ use chrono::Utc;
 use super::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
 use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
 use crate::ingest::refresh::{self, RefreshSummary, Stamp};
-use crate::ingest::{self, ImportedTool, IngestError};
+use crate::ingest::{self, Import, IngestError};
 use crate::store::EntityKind;
 
 /// Why a refresh did not happen; nothing was changed.
@@ -59,7 +59,7 @@ pub async fn refresh_source(
         };
         return Ok((summary, snapshot.revision()));
     }
-    let tools = ingest::fetch(&source).await?;
+    let import = ingest::fetch(&source).await?;
     let stamp = Stamp {
         at: Utc::now(),
         by: actor.subject.clone(),
@@ -72,7 +72,7 @@ pub async fn refresh_source(
                     id: id.to_owned(),
                 });
             }
-            let (summary, notes) = apply_import(current, id, &tools, &stamp)?;
+            let (summary, notes) = apply_import(current, id, &import, &stamp)?;
             Ok(Mutation {
                 notes,
                 value: summary,
@@ -87,10 +87,10 @@ pub async fn refresh_source(
 pub fn apply_import(
     catalog: &mut Catalog,
     source_id: &str,
-    tools: &[ImportedTool],
+    import: &Import,
     stamp: &Stamp,
 ) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
-    let summary = refresh::apply(catalog, source_id, tools, stamp)
+    let summary = refresh::apply(catalog, source_id, import, stamp)
         .map_err(|message| WriteError::Conflict(message, Vec::new()))?;
     let notes = if summary.changed() {
         vec![AuditNote {

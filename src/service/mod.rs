@@ -8,6 +8,7 @@ pub mod ingest;
 pub mod manifests;
 pub mod periodic;
 mod precondition;
+pub mod refresh_log;
 pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
@@ -15,4 +16,5 @@ pub use follow::follow;
 pub use ingest::{RefreshError, refresh_source};
 pub use manifests::Manifests;
 pub use precondition::Precondition;
+pub use refresh_log::{RefreshLog, RefreshStatus};
 pub use threads::Threads;

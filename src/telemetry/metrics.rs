@@ -76,6 +76,8 @@ pub struct Metrics {
     rate_limited: Counter<u64>,
     store_errors: Counter<u64>,
     connections_refused: Counter<u64>,
+    import_operations: Counter<u64>,
+    refresh_failures: Counter<u64>,
     routes: RouteNames,
 }
 
@@ -135,12 +137,32 @@ impl Metrics {
                      connections was reached",
                 )
                 .build(),
+            import_operations: meter
+                .u64_counter("toolgate.import.operations")
+                .with_description(
+                    "Upstream operations an import skipped or cut (outcome), each time it \
+                     did; the refresh answer and audit record say which and why",
+                )
+                .build(),
+            refresh_failures: meter
+                .u64_counter("toolgate.refresh.failures")
+                .with_description(
+                    "Source refreshes that failed and changed nothing, by trigger (admin or \
+                     periodic)",
+                )
+                .build(),
             provider,
             pull,
             meter,
             routes: RouteNames::default(),
         };
         metrics.connections_refused.add(0, &[]);
+        metrics.import_issues(0, 0);
+        for trigger in ["admin", "periodic"] {
+            metrics
+                .refresh_failures
+                .add(0, &[KeyValue::new("trigger", trigger)]);
+        }
         Ok(metrics)
     }
 
@@ -217,6 +239,22 @@ impl Metrics {
         read: impl Fn() -> Vec<Reading> + Send + Sync + 'static,
     ) {
         observed::register(&self.meter, kind, name, description, read);
+    }
+
+    /// The operations one import skipped and cut.
+    pub fn import_issues(&self, skipped: usize, cut: usize) {
+        for (outcome, count) in [("skipped", skipped), ("cut", cut)] {
+            self.import_operations.add(
+                u64::try_from(count).unwrap_or(u64::MAX),
+                &[KeyValue::new("outcome", outcome)],
+            );
+        }
+    }
+
+    /// One refresh that failed; `trigger` is `admin` or `periodic`.
+    pub fn refresh_failed(&self, trigger: &'static str) {
+        self.refresh_failures
+            .add(1, &[KeyValue::new("trigger", trigger)]);
     }
 
     /// Everything recorded so far, as Prometheus text.

@@ -21,10 +21,12 @@ use super::entity::CatalogEntity;
 use super::{REVISION_HEADER, actor};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs};
+use crate::http::extract::{Admin, Agent, JsonBody, QueryPairs, parse_json};
 use crate::ingest::refresh::Stamp;
+use crate::ingest::{Import, IssueOutcome};
 use crate::service::ingest::apply_import;
 use crate::service::{AuditNote, Focus, Mutation, Precondition, WriteError};
+use crate::store::EntityKind;
 
 /// Page size when `limit` is not given, and the most one page may hold.
 const DEFAULT_LIMIT: usize = 100;
@@ -120,8 +122,17 @@ async fn read<E: CatalogEntity>(
         .iter()
         .find(|e| e.id() == id)
         .ok_or_else(|| not_found::<E>(&id))?;
+    let mut body = serde_json::to_value(entity.redacted())
+        .map_err(|e| ApiError::Internal(format!("the stored entity does not serialise: {e}")))?;
+    // A source says how its refreshes on this instance went (server-set: ignored on input).
+    if E::KIND == EntityKind::Sources
+        && let Some(status) = state.refresh_log.get(&id)
+        && let (Value::Object(body), Ok(status)) = (&mut body, serde_json::to_value(status))
+    {
+        body.insert("refresh".to_owned(), status);
+    }
     Ok(with_revision(
-        Json(entity.redacted()).into_response(),
+        Json(body).into_response(),
         snapshot.revision(),
     ))
 }
@@ -131,8 +142,16 @@ async fn create<E: CatalogEntity>(
     Admin(agent): Admin,
     IfMatch(precondition): IfMatch,
     headers: HeaderMap,
-    JsonBody(mut entity): JsonBody<E>,
+    JsonBody(mut body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
+    // Another shape the entity may be written in (a seed's tool descriptor) becomes the
+    // entity's own, then is read as any body is, with the same field paths on errors.
+    E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
+    let mut entity: E = parse_json(&to_bytes(&body)?)?;
+    if E::KIND == EntityKind::Sources {
+        // A new source has no refresh history, whatever a deleted one of its id had.
+        state.refresh_log.forget(entity.id());
+    }
     if entity.id().is_empty() {
         let id = entity.generated_id();
         entity.set_id(id);
@@ -179,23 +198,38 @@ async fn create<E: CatalogEntity>(
             }
             E::all_mut(catalog).push(entity.clone());
             let mut notes = vec![note::<E>("create", entity.id(), None, Some(&entity))];
+            let mut summary = None;
             if let Some(tools) = &imported {
-                let (_, refresh) = apply_import(catalog, entity.id(), tools, &stamp)?;
+                let (done, refresh) = apply_import(catalog, entity.id(), tools, &stamp)?;
                 notes.extend(refresh);
+                summary = Some(done);
             }
             Ok(Mutation {
                 notes,
-                value: entity.clone(),
+                value: (entity.clone(), summary),
             })
         })
         .await?;
+    let (stored, summary) = stored;
+    if let Some(import) = &imported {
+        record_issues(&state, import);
+    }
     let stored = stored_version::<E>(&state, stored, revision);
     let location = format!(
         "/admin/{}/{}",
         E::KIND.as_str(),
         encode_path_segment(stored.id())
     );
-    let mut response = (StatusCode::CREATED, Json(stored.redacted())).into_response();
+    // A source created with an import says what it imported (created, deprecated, skipped,
+    // cut and why) under `import`, beside its own fields.
+    let mut body = serde_json::to_value(stored.redacted())
+        .map_err(|e| ApiError::Internal(format!("the stored entity does not serialise: {e}")))?;
+    if let (Value::Object(body), Some(summary)) = (&mut body, summary)
+        && let Ok(summary) = serde_json::to_value(&summary)
+    {
+        body.insert("import".to_owned(), summary);
+    }
+    let mut response = (StatusCode::CREATED, Json(body)).into_response();
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }
@@ -208,8 +242,10 @@ async fn replace<E: CatalogEntity>(
     IfMatch(precondition): IfMatch,
     Path(id): Path<String>,
     headers: HeaderMap,
-    JsonBody(entity): JsonBody<E>,
+    JsonBody(mut body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
+    E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
+    let entity: E = parse_json(&to_bytes(&body)?)?;
     let request = Update {
         agent: &agent,
         headers: &headers,
@@ -237,6 +273,15 @@ async fn patch<E: CatalogEntity>(
         let mut merged = serde_json::to_value(current)
             .map_err(|e| WriteError::Store(crate::store::StoreError::Corrupt(e.to_string())))?;
         merge_patch(&mut merged, &Value::Object(patch.clone()));
+        // A source's document is one value: a patch replaces it, never merges into it (merged,
+        // the operations the new document removed would survive).
+        if E::KIND == crate::store::EntityKind::Sources
+            && let Some(spec) = patch.get("config").and_then(|c| c.get("spec"))
+            && !spec.is_null()
+            && let Some(config) = merged.get_mut("config").and_then(Value::as_object_mut)
+        {
+            config.insert("spec".to_owned(), spec.clone());
+        }
         serde_json::from_value::<E>(merged).map_err(|error| {
             WriteError::Invalid(vec![crate::domain::validate::FieldError {
                 field: String::new(),
@@ -257,6 +302,10 @@ struct Update<'r> {
 }
 
 /// Shared by PUT and PATCH: the new entity keeps its id and creation stamps.
+///
+/// What the new version would import ([`CatalogEntity::import_on_update`]) is fetched first,
+/// outside the write, from the version the current catalog gives; the write then applies it
+/// with the change, in one revision.
 async fn update<E: CatalogEntity>(
     state: &AppState,
     request: Update<'_>,
@@ -274,6 +323,27 @@ async fn update<E: CatalogEntity>(
         id: id.to_owned(),
     };
     let now = Utc::now();
+    let current = E::all(state.catalog.snapshot().catalog())
+        .iter()
+        .find(|e| e.id() == id)
+        .cloned();
+    let imported = match current {
+        Some(before) => {
+            state.catalog.check(precondition).await?;
+            let mut next = new_version(&before)?;
+            // A mask must never reach an upstream as a credential; the write reports it.
+            if next.keep_stored_secrets(Some(&before)).is_empty() {
+                next.import_on_update(&before).await?
+            } else {
+                None
+            }
+        }
+        None => None,
+    };
+    let stamp = Stamp {
+        at: now,
+        by: actor.subject.clone(),
+    };
     let (stored, revision) = state
         .catalog
         .write_if(&actor, Some(&focus), precondition, |catalog| {
@@ -314,17 +384,44 @@ async fn update<E: CatalogEntity>(
                 *stamps.updated_by = Some(actor.subject.clone());
             }
             items[position] = next.clone();
-            Ok(Mutation {
-                notes: vec![note::<E>("update", id, Some(&before), Some(&next))],
-                value: next,
-            })
+            let mut notes = vec![note::<E>("update", id, Some(&before), Some(&next))];
+            if let Some(import) = &imported {
+                let (_, refresh) = apply_import(catalog, id, import, &stamp)?;
+                notes.extend(refresh);
+            }
+            Ok(Mutation { notes, value: next })
         })
         .await?;
+    if let Some(import) = &imported {
+        record_issues(state, import);
+    }
     let stored = stored_version::<E>(state, stored, revision);
     Ok(with_revision(
         Json(stored.redacted()).into_response(),
         revision,
     ))
+}
+
+/// A body read as JSON, as bytes again: to be read as the entity with the field paths that
+/// [`parse_json`] gives its errors.
+fn to_bytes(body: &Value) -> Result<bytes::Bytes, ApiError> {
+    serde_json::to_vec(body)
+        .map(bytes::Bytes::from)
+        .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))
+}
+
+/// Counts what an import on create or update skipped or cut (`toolgate.import.operations`).
+fn record_issues(state: &AppState, import: &Import) {
+    let count = |outcome| {
+        import
+            .issues
+            .iter()
+            .filter(|issue| issue.outcome == outcome)
+            .count()
+    };
+    state
+        .metrics
+        .import_issues(count(IssueOutcome::Skipped), count(IssueOutcome::Cut));
 }
 
 /// The entity as the catalog holds it after a write (normalisation may have derived fields,

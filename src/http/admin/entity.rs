@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::domain::{secrets, source_config};
-use crate::ingest::{self, ImportedTool, IngestError};
+use crate::ingest::{self, Import, IngestError};
 use crate::service::WriteError;
 use crate::store::EntityKind;
 
@@ -84,9 +84,26 @@ pub trait CatalogEntity:
     /// reject with field paths).
     fn import_on_create(
         &self,
-    ) -> impl std::future::Future<Output = Result<Option<Vec<ImportedTool>>, IngestError>> + Send
-    {
+    ) -> impl std::future::Future<Output = Result<Option<Import>, IngestError>> + Send {
         std::future::ready(Ok(None))
+    }
+
+    /// Tool definitions to import in the same write that replaces or patches the entity from
+    /// `before`: a source whose document (`config.spec` or `config.url`) changed is
+    /// fetched and checked as on a create, so that an edit that `POST` would refuse is refused
+    /// too, and the tools follow the new document in the same revision.
+    fn import_on_update(
+        &self,
+        _before: &Self,
+    ) -> impl std::future::Future<Output = Result<Option<Import>, IngestError>> + Send {
+        std::future::ready(Ok(None))
+    }
+
+    /// Rewrites a create body written in another accepted shape into the entity's own, and
+    /// refuses one whose fields contradict each other; leaves any other body alone (its errors
+    /// are reported as they are).
+    fn prepare_body(_body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
+        Ok(())
     }
 
     /// Fixes up or refuses references before the entity `id` is removed.
@@ -143,6 +160,15 @@ impl CatalogEntity for Source {
     ];
     stamps_and_ids!();
 
+    /// What a read or a create answer adds (`refresh`, `import`) is the server's: a body
+    /// written back with it is read without it, like the other server-set fields.
+    fn prepare_body(body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
+        if let serde_json::Value::Object(fields) = body {
+            fields.remove("refresh");
+            fields.remove("import");
+        }
+        Ok(())
+    }
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.sources
     }
@@ -163,11 +189,18 @@ impl CatalogEntity for Source {
     fn keep_stored_secrets(&mut self, stored: Option<&Self>) -> Vec<FieldError> {
         secrets::keep_stored(self, stored)
     }
-    async fn import_on_create(&self) -> Result<Option<Vec<ImportedTool>>, IngestError> {
+    async fn import_on_create(&self) -> Result<Option<Import>, IngestError> {
         if !self.enabled || source_config::import_config(self).is_err() {
             return Ok(None);
         }
         ingest::fetch(self).await.map(Some)
+    }
+    async fn import_on_update(&self, before: &Self) -> Result<Option<Import>, IngestError> {
+        let document = |source: &Source| ["spec", "url"].map(|key| source.config.get(key).cloned());
+        if document(self) == document(before) && self.source_type == before.source_type {
+            return Ok(None);
+        }
+        self.import_on_create().await
     }
 
     /// A source takes its tools with it, and the ids pointing at them.
@@ -184,6 +217,101 @@ impl CatalogEntity for Source {
         }
         Ok(())
     }
+}
+
+/// The fields of a [`Tool`] as written in a body: in a seed's tier-2 descriptor, every other
+/// key is a config value of the service.
+const TOOL_FIELDS: [&str; 24] = [
+    "id",
+    "source_id",
+    "operation_id",
+    "name",
+    "description",
+    "method",
+    "path",
+    "tags",
+    "label_ids",
+    "input_schema",
+    "output_schema",
+    "enabled",
+    "deprecated",
+    "available_in_states",
+    "next_state",
+    "version",
+    "disabled_reason",
+    "service_config",
+    "arguments",
+    "imported",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "updated_by",
+];
+
+/// Seed 001's tier-2 tool descriptor, `{"type": "tool-service", "name", "description",
+/// "service", <config values>, "arguments"}`, as a tool: `service` is the source, `name` also
+/// the operation id (unless one is given), and every key that is not a tool field goes to
+/// `service_config`, where validation checks it against the service's declared parameters.
+fn tool_from_descriptor(body: &mut serde_json::Value) {
+    let serde_json::Value::Object(fields) = body else {
+        return;
+    };
+    if fields.get("type").and_then(serde_json::Value::as_str) != Some("tool-service")
+        || fields.contains_key("source_id")
+    {
+        return;
+    }
+    fields.remove("type");
+    if let Some(service) = fields.remove("service") {
+        fields.insert("source_id".to_owned(), service);
+    }
+    if !fields.contains_key("operation_id")
+        && let Some(name) = fields.get("name").cloned()
+    {
+        fields.insert("operation_id".to_owned(), name);
+    }
+    let values: Vec<String> = fields
+        .keys()
+        .filter(|key| !TOOL_FIELDS.contains(&key.as_str()))
+        .cloned()
+        .collect();
+    let mut config = match fields.remove("service_config") {
+        Some(serde_json::Value::Object(config)) => config,
+        _ => serde_json::Map::new(),
+    };
+    for key in values {
+        if let Some(value) = fields.remove(&key) {
+            config.insert(key, value);
+        }
+    }
+    fields.insert(
+        "service_config".to_owned(),
+        serde_json::Value::Object(config),
+    );
+}
+
+/// A tool with `arguments` has the input schema they define: an explicit `input_schema` that
+/// says something else would be silently replaced, so it is refused (one equal to the derived
+/// schema, as a read gives it back, is fine).
+fn explicit_schema_with_arguments(body: &serde_json::Value) -> Result<(), Vec<FieldError>> {
+    let (Some(schema), Some(arguments)) = (body.get("input_schema"), body.get("arguments")) else {
+        return Ok(());
+    };
+    let Ok(arguments) =
+        serde_json::from_value::<Vec<crate::domain::model::ToolArgument>>(arguments.clone())
+    else {
+        return Ok(());
+    };
+    if arguments.is_empty() || *schema == Tool::arguments_schema(&arguments) {
+        return Ok(());
+    }
+    Err(vec![FieldError {
+        field: "input_schema".to_owned(),
+        message: "a tool with arguments has the input schema they define; give one or the \
+                  other, not both"
+            .to_owned(),
+        kind: ErrorKind::Invalid,
+    }])
 }
 
 impl CatalogEntity for Tool {
@@ -211,6 +339,10 @@ impl CatalogEntity for Tool {
     }
     fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self> {
         &mut catalog.tools
+    }
+    fn prepare_body(body: &mut serde_json::Value) -> Result<(), Vec<FieldError>> {
+        tool_from_descriptor(body);
+        explicit_schema_with_arguments(body)
     }
     fn generated_id(&self) -> String {
         Tool::default_id(&self.source_id, &self.operation_id)
