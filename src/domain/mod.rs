@@ -21,5 +21,6 @@ pub mod secrets;
 mod selection;
 pub mod snapshot;
 pub mod source_config;
+pub mod stamp;
 pub mod validate;
 pub mod workers;

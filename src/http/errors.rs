@@ -272,13 +272,12 @@ impl From<crate::ingest::IngestError> for ApiError {
     }
 }
 
-impl From<crate::service::RefreshError> for ApiError {
-    fn from(error: crate::service::RefreshError) -> Self {
-        use crate::service::RefreshError;
+impl From<crate::service::CommandError> for ApiError {
+    fn from(error: crate::service::CommandError) -> Self {
+        use crate::service::CommandError;
         match error {
-            RefreshError::NotFound(_) => ApiError::NotFound(error.to_string()),
-            RefreshError::Ingest(error) => error.into(),
-            RefreshError::Write(error) => error.into(),
+            CommandError::Ingest(error) => error.into(),
+            CommandError::Write(error) => error.into(),
         }
     }
 }

@@ -34,7 +34,7 @@ use self::extract::Agent;
 use self::limit::{Limiters, RouteClass};
 use crate::auth::{AdminRule, Verifier};
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Manifests};
+use crate::service::{CatalogService, Commands, Manifests};
 use crate::stream::StreamHub;
 use crate::telemetry::Metrics;
 
@@ -60,6 +60,8 @@ pub struct AppState {
     pub limits: Arc<Limiters>,
     /// The last refresh of each source on this instance (`GET /admin/sources/{id}`).
     pub refresh_log: Arc<crate::service::RefreshLog>,
+    /// Every catalog write.
+    pub commands: Arc<Commands>,
 }
 
 impl AppState {

@@ -19,11 +19,11 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Import, ImportIssue, ImportedTool, IssueOutcome};
 use crate::domain::model::{Catalog, Imported, Tool};
+use crate::domain::stamp::Stamp;
 use crate::domain::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 
 /// What a refresh did: the body of `POST /admin/sources/{id}/refresh` and the `after` of its
@@ -54,22 +54,23 @@ impl RefreshSummary {
     }
 }
 
-/// Who and when, for the stamps of the tools a refresh writes.
-#[derive(Debug, Clone)]
-pub struct Stamp {
-    pub at: DateTime<Utc>,
-    pub by: String,
+/// An import that cannot be applied: nothing of it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    #[error("the import defines tool '{id}', but that id belongs to a tool of source '{owner}'")]
+    IdTaken { id: String, owner: String },
 }
 
 /// Brings the tools of `source_id` in `catalog` in line with `imported`.
 ///
-/// Errors (as text) when an imported id is taken by a tool of another source.
+/// Fails when an imported id is taken by a tool of another source; the catalog may then be
+/// half-changed, so callers apply imports to a copy (a catalog write's).
 pub fn apply(
     catalog: &mut Catalog,
     source_id: &str,
     import: &Import,
     stamp: &Stamp,
-) -> Result<RefreshSummary, String> {
+) -> Result<RefreshSummary, ApplyError> {
     let imported = &import.tools;
     let count = |outcome| {
         import
@@ -108,10 +109,10 @@ pub fn apply(
             continue;
         };
         if tool.source_id != source_id {
-            return Err(format!(
-                "the import defines tool '{id}', but that id belongs to a tool of source '{}'",
-                tool.source_id
-            ));
+            return Err(ApplyError::IdTaken {
+                id,
+                owner: tool.source_id.clone(),
+            });
         }
         let restored = tool.deprecated && !upstream.deprecated;
         let deprecated = !tool.deprecated && upstream.deprecated;
@@ -143,8 +144,7 @@ pub fn apply(
             tool.imported = Some(record);
         }
         tool.deprecated = upstream.deprecated;
-        tool.updated_at = Some(stamp.at);
-        tool.updated_by = Some(stamp.by.clone());
+        stamp.touched(tool);
         if restored {
             summary.restored += 1;
         } else if deprecated {
@@ -160,8 +160,7 @@ pub fn apply(
             && !present.contains(&tool.id)
         {
             tool.deprecated = true;
-            tool.updated_at = Some(stamp.at);
-            tool.updated_by = Some(stamp.by.clone());
+            stamp.touched(tool);
             summary.deprecated += 1;
         }
     }
@@ -215,6 +214,7 @@ fn new_tool(
 
 #[cfg(test)]
 mod tests {
+    use chrono::Utc;
     use serde_json::json;
 
     use super::*;

@@ -25,11 +25,11 @@ use crate::domain::model::Catalog;
 use crate::http::limit::{Limiters, RateLimits, RouteClass};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
-use crate::service::{Actor, AuditNote, CatalogService, Manifests, Mutation};
+use crate::service::{CatalogService, CommandError, Commands, Manifests, RefreshLog, WriteError};
+use crate::store::CatalogStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::observed::ObservedStore;
-use crate::store::{CatalogStore, EntityKind};
 use crate::stream::{HubLimits, StreamHub};
 use crate::telemetry::{Metrics, OtlpSettings};
 
@@ -279,8 +279,14 @@ pub async fn start(
             .await
             .context("loading the catalog")?,
     );
+    let refresh_log = Arc::new(RefreshLog::default());
+    let commands = Arc::new(Commands::new(
+        Arc::clone(&catalog),
+        Arc::clone(&refresh_log),
+        Arc::clone(&metrics),
+    ));
     if let Some(seed) = config.seed {
-        seed_if_empty(&catalog, seed).await?;
+        seed_if_empty(&commands, seed).await?;
     }
     let hmac_secret = config.auth.hmac_secret.clone();
     let verifier = Verifier::new(config.auth)
@@ -317,7 +323,8 @@ pub async fn start(
         redis,
         metrics: Arc::clone(&metrics),
         limits: Arc::new(Limiters::new(config.rate_limits)),
-        refresh_log: Arc::default(),
+        refresh_log,
+        commands,
     };
     observed::register(
         &metrics,
@@ -333,8 +340,7 @@ pub async fn start(
     let app = router(state.clone(), config.request_timeout);
     let refresher = tokio::spawn(crate::service::periodic::run(
         Arc::clone(&state.catalog),
-        Arc::clone(&state.metrics),
-        Arc::clone(&state.refresh_log),
+        Arc::clone(&state.commands),
     ));
     let forgetting = Limiters::spawn_forgetting(Arc::downgrade(&state.limits));
     // Open streams never finish on their own: end them when shutdown starts, so that the
@@ -362,41 +368,17 @@ pub async fn start(
 
 /// Loads the seed catalog into an empty store (revision 0, nothing in it); otherwise leaves
 /// the store alone, so restarting with the same `--seed` never overwrites admin changes.
-async fn seed_if_empty(catalog: &CatalogService, seed: Catalog) -> anyhow::Result<()> {
-    let snapshot = catalog.snapshot();
-    if snapshot.revision() != 0 || *snapshot.catalog() != Catalog::default() {
-        tracing::info!(
-            revision = snapshot.revision(),
-            "the store is not empty; the seed is not loaded"
-        );
-        return Ok(());
-    }
-    let seed = crate::http::admin::stamped(seed, "toolgate");
-    let actor = Actor {
-        subject: "toolgate".to_owned(),
-        request_id: None,
-    };
-    let result = catalog
-        .write(&actor, None, |current| {
-            *current = seed.clone();
-            Ok(Mutation {
-                notes: vec![AuditNote {
-                    action: "seed",
-                    entity: EntityKind::Catalog,
-                    id: "catalog".to_owned(),
-                    before: None,
-                    after: None,
-                }],
-                value: (),
-            })
-        })
-        .await;
-    match result {
-        Ok(((), revision)) => {
+async fn seed_if_empty(commands: &Commands, seed: Catalog) -> anyhow::Result<()> {
+    match commands.seed(seed).await {
+        Ok(Some(revision)) => {
             tracing::info!(revision, "loaded the seed catalog");
             Ok(())
         }
-        Err(crate::service::WriteError::Invalid(errors)) => {
+        Ok(None) => {
+            tracing::info!("the store is not empty; the seed is not loaded");
+            Ok(())
+        }
+        Err(CommandError::Write(WriteError::Invalid(errors))) => {
             let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
             anyhow::bail!("the seed catalog is invalid:\n  {}", lines.join("\n  "))
         }

@@ -1,10 +1,12 @@
-//! The application layer between the HTTP adapter and the domain: catalog writes and the
-//! current snapshot.
+//! The application layer between the transports and the domain: the write commands, the
+//! current snapshot, the manifests every transport serves, and the background work (periodic
+//! refreshes, following other instances).
 
 pub mod catalog;
+pub mod commands;
 mod diff;
+pub mod entity;
 pub mod follow;
-pub mod ingest;
 pub mod manifests;
 pub mod periodic;
 mod precondition;
@@ -12,8 +14,9 @@ pub mod refresh_log;
 pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use commands::{CommandError, Commands, Edit, RefreshTrigger, Written};
+pub use entity::{CatalogEntity, ListFilter};
 pub use follow::follow;
-pub use ingest::{RefreshError, refresh_source};
 pub use manifests::Manifests;
 pub use precondition::Precondition;
 pub use refresh_log::{RefreshLog, RefreshStatus};

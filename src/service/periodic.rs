@@ -11,21 +11,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Actor, CatalogService, Precondition, RefreshLog, refresh_source};
+use super::commands::toolgate;
+use super::{CatalogService, Commands, Precondition, RefreshTrigger};
 use crate::domain::source_config::refresh_interval_secs;
-use crate::telemetry::metrics::Metrics;
 
 /// How often the task looks for due sources.
 const TICK: Duration = Duration::from_secs(1);
 
-/// Runs until the task is aborted (the server aborts it when it stops). Failures and the
-/// operations each refresh skipped or cut are counted in `metrics`; each attempt is recorded
-/// in `log` (shown by `GET /admin/sources/{id}`).
-pub async fn run(catalog: Arc<CatalogService>, metrics: Arc<Metrics>, log: Arc<RefreshLog>) {
-    let actor = Actor {
-        subject: "toolgate".to_owned(),
-        request_id: None,
-    };
+/// Runs until the task is aborted (the server aborts it when it stops). Each attempt is a
+/// [`Commands::refresh`]: counted in the metrics and recorded in the refresh log (shown by
+/// `GET /admin/sources/{id}`).
+pub async fn run(catalog: Arc<CatalogService>, commands: Arc<Commands>) {
+    let actor = toolgate();
     let mut last: HashMap<String, Instant> = HashMap::new();
     let mut tick = tokio::time::interval(TICK);
     loop {
@@ -45,23 +42,17 @@ pub async fn run(catalog: Arc<CatalogService>, metrics: Arc<Metrics>, log: Arc<R
         }
         last.retain(|id, _| snapshot.catalog().sources.iter().any(|s| &s.id == id));
         for id in due {
-            let result = refresh_source(&catalog, &actor, &id, &Precondition::Any).await;
-            log.record(
-                &id,
-                chrono::Utc::now(),
-                result.as_ref().map(|_| ()).map_err(ToString::to_string),
-            );
-            match result {
-                Ok((summary, revision)) => {
-                    metrics.import_issues(summary.skipped, summary.cut);
-                    if summary.changed() {
-                        tracing::info!(source = %id, revision, ?summary, "periodic refresh");
-                    }
+            let trigger = RefreshTrigger::Periodic;
+            match commands
+                .refresh(&actor, &Precondition::Any, &id, trigger)
+                .await
+            {
+                Ok(written) if written.value.changed() => {
+                    let (summary, revision) = (written.value, written.revision);
+                    tracing::info!(source = %id, revision, ?summary, "periodic refresh");
                 }
-                Err(error) => {
-                    metrics.refresh_failed("periodic");
-                    tracing::warn!(source = %id, %error, "periodic refresh failed");
-                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(source = %id, %error, "periodic refresh failed"),
             }
         }
     }

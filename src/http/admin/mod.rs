@@ -3,10 +3,8 @@
 
 mod audit;
 mod catalog;
-pub(crate) use catalog::stamped;
 mod conditional;
 mod crud;
-mod entity;
 pub(crate) mod preview;
 pub(crate) mod refresh;
 pub(crate) mod tools;
@@ -17,12 +15,11 @@ use axum::Router;
 use axum::http::{HeaderMap, HeaderName};
 use axum::routing::{get, post};
 
-use self::entity::CatalogEntity;
-pub use self::entity::ListFilter;
+use self::crud::AdminEntity;
 use super::AppState;
 use super::extract::Agent;
 use crate::domain::model::{AccessPolicy, Label, Source, Tool, ToolGroup};
-use crate::service::Actor;
+use crate::service::{Actor, ListFilter};
 use crate::store::EntityKind;
 
 /// The catalog revision a response reflects (writes: the revision they produced).
@@ -42,7 +39,7 @@ pub struct Collection {
 }
 
 impl Collection {
-    const fn of<E: CatalogEntity>() -> Collection {
+    const fn of<E: AdminEntity>() -> Collection {
         Collection {
             kind: E::KIND,
             noun: E::NOUN,

@@ -13,7 +13,7 @@ use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::Admin;
 use crate::ingest::refresh::RefreshSummary;
-use crate::service::{RefreshError, refresh_source};
+use crate::service::RefreshTrigger;
 
 /// The body of a refresh's 200: what it did and the revision it produced (the current one when
 /// nothing changed).
@@ -32,20 +32,17 @@ pub async fn refresh(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
-    let (summary, revision) = refresh_source(&state.catalog, &actor, &id, &precondition)
-        .await
-        .inspect_err(|error| {
-            if matches!(error, RefreshError::Ingest(_)) {
-                state.metrics.refresh_failed("admin");
-                state
-                    .refresh_log
-                    .record(&id, chrono::Utc::now(), Err(error.to_string()));
-            }
-        })?;
-    state.refresh_log.record(&id, chrono::Utc::now(), Ok(()));
-    state.metrics.import_issues(summary.skipped, summary.cut);
+    let written = state
+        .commands
+        .refresh(&actor, &precondition, &id, RefreshTrigger::Admin)
+        .await?;
+    let revision = written.revision;
     Ok(with_revision(
-        Json(RefreshReply { summary, revision }).into_response(),
+        Json(RefreshReply {
+            summary: written.value,
+            revision,
+        })
+        .into_response(),
         revision,
     ))
 }

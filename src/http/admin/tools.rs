@@ -4,17 +4,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
 use serde::Deserialize;
 
 use super::actor;
 use super::conditional::IfMatch;
-use super::crud::{note, with_revision};
-use crate::domain::model::Tool;
+use super::crud::with_revision;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, OptionalJsonBody};
-use crate::service::{Mutation, WriteError};
 
 /// The optional body of `POST /admin/tools/{id}/enable|disable`.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -57,38 +54,14 @@ async fn toggle(
     enabled: bool,
 ) -> Result<Response, ApiError> {
     // The body is optional: `{"reason": "…"}` or nothing.
-    let toggle = body.unwrap_or_default();
+    let reason = body.unwrap_or_default().reason;
     let actor = actor(&agent, &headers);
-    let now = Utc::now();
-    let (tool, revision) = state
-        .catalog
-        .write_if(&actor, None, &precondition, |catalog| {
-            let tool = catalog
-                .tools
-                .iter_mut()
-                .find(|t| t.id == id)
-                .ok_or_else(|| WriteError::NotFound {
-                    kind: "tool",
-                    id: id.clone(),
-                })?;
-            if tool.enabled == enabled {
-                return Ok(Mutation {
-                    notes: Vec::new(),
-                    value: tool.clone(),
-                });
-            }
-            let before: Tool = tool.clone();
-            tool.enabled = enabled;
-            tool.disabled_reason = if enabled { None } else { toggle.reason.clone() };
-            tool.updated_at = Some(now);
-            tool.updated_by = Some(actor.subject.clone());
-            let after = tool.clone();
-            let action = if enabled { "enable" } else { "disable" };
-            Ok(Mutation {
-                notes: vec![note::<Tool>(action, &id, Some(&before), Some(&after))],
-                value: after,
-            })
-        })
+    let written = state
+        .commands
+        .toggle(&actor, &precondition, &id, enabled, reason)
         .await?;
-    Ok(with_revision(Json(tool).into_response(), revision))
+    Ok(with_revision(
+        Json(written.value).into_response(),
+        written.revision,
+    ))
 }

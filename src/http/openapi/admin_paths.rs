@@ -15,7 +15,8 @@ use super::{
     query_parameter, revision_header, schema_ref, text_schema,
 };
 use crate::domain::model::Catalog;
-use crate::http::admin::{self, Collection, ListFilter, REVISION_HEADER};
+use crate::http::admin::{self, Collection, REVISION_HEADER};
+use crate::service::ListFilter;
 
 pub(super) fn page_name(collection: &Collection) -> String {
     format!("{}Page", (collection.schema_name)())

@@ -2,23 +2,28 @@
 //! write, so that one refresh is one revision and one audit record, and a failed fetch changes
 //! nothing.
 
-use chrono::Utc;
-
-use super::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
+use super::{CommandError, Written};
 use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
-use crate::ingest::refresh::{self, RefreshSummary, Stamp};
-use crate::ingest::{self, Import, IngestError};
+use crate::domain::stamp::Stamp;
+use crate::ingest::refresh::{self, RefreshSummary};
+use crate::ingest::{self, Import};
+use crate::service::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
 use crate::store::EntityKind;
 
-/// Why a refresh did not happen; nothing was changed.
-#[derive(Debug, thiserror::Error)]
-pub enum RefreshError {
-    #[error("source '{0}' does not exist")]
-    NotFound(String),
-    #[error(transparent)]
-    Ingest(#[from] IngestError),
-    #[error(transparent)]
-    Write(#[from] WriteError),
+/// Who asked for a refresh (the `trigger` of the failure metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshTrigger {
+    Admin,
+    Periodic,
+}
+
+impl RefreshTrigger {
+    pub const fn name(self) -> &'static str {
+        match self {
+            RefreshTrigger::Admin => "admin",
+            RefreshTrigger::Periodic => "periodic",
+        }
+    }
 }
 
 /// Re-imports source `id` and commits the result: the summary and the revision (unchanged when
@@ -29,21 +34,26 @@ pub enum RefreshError {
 ///
 /// `precondition` is checked before the fetch (a stale `If-Match` costs the upstream nothing)
 /// and again by the write, against the revision the import is applied to.
-pub async fn refresh_source(
+pub(super) async fn refresh_source(
     catalog: &CatalogService,
     actor: &Actor,
     id: &str,
     precondition: &Precondition,
-) -> Result<(RefreshSummary, u64), RefreshError> {
+    stamp: &Stamp,
+) -> Result<Written<RefreshSummary>, CommandError> {
     catalog.check(precondition).await?;
     let snapshot = catalog.snapshot();
+    let not_found = || WriteError::NotFound {
+        kind: "source",
+        id: id.to_owned(),
+    };
     let source = snapshot
         .catalog()
         .sources
         .iter()
         .find(|s| s.id == id)
         .cloned()
-        .ok_or_else(|| RefreshError::NotFound(id.to_owned()))?;
+        .ok_or_else(not_found)?;
     if source.source_type == SOURCE_TOOL_SERVICE {
         let count = snapshot
             .catalog()
@@ -57,29 +67,25 @@ pub async fn refresh_source(
             unchanged: count,
             ..RefreshSummary::default()
         };
-        return Ok((summary, snapshot.revision()));
+        return Ok(Written {
+            value: summary,
+            revision: snapshot.revision(),
+        });
     }
     let import = ingest::fetch(&source).await?;
-    let stamp = Stamp {
-        at: Utc::now(),
-        by: actor.subject.clone(),
-    };
-    let result = catalog
+    let (value, revision) = catalog
         .write_if(actor, None, precondition, |current| {
             if !current.sources.iter().any(|s| s.id == id) {
-                return Err(WriteError::NotFound {
-                    kind: "source",
-                    id: id.to_owned(),
-                });
+                return Err(not_found());
             }
-            let (summary, notes) = apply_import(current, id, &import, &stamp)?;
+            let (summary, notes) = apply_import(current, id, &import, stamp)?;
             Ok(Mutation {
                 notes,
                 value: summary,
             })
         })
         .await?;
-    Ok(result)
+    Ok(Written { value, revision })
 }
 
 /// Applies an import to `catalog` and returns its summary with the audit note of the refresh
@@ -91,7 +97,7 @@ pub fn apply_import(
     stamp: &Stamp,
 ) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
     let summary = refresh::apply(catalog, source_id, import, stamp)
-        .map_err(|message| WriteError::Conflict(message, Vec::new()))?;
+        .map_err(|error| WriteError::Conflict(error.to_string(), Vec::new()))?;
     let notes = if summary.changed() {
         vec![AuditNote {
             action: "refresh",

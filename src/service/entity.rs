@@ -1,6 +1,6 @@
-//! What the generic admin CRUD needs to know about each entity kind: where it lives in the
-//! catalog, its id, its audit stamps, its list filters, and what deleting it does to the
-//! entities that refer to it.
+//! What the entity commands ([`super::commands`]) and listings need to know about each entity
+//! kind: where it lives in the catalog, its id, its list filters, what a new version imports,
+//! and what deleting it does to the entities that refer to it.
 //!
 //! Deletion rules keep the catalog valid without ever widening access: removing a tool (or a
 //! source with its tools) removes the ids pointing at it, as API.md says; removing a label drops
@@ -9,15 +9,15 @@
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::WriteError;
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::stamp::Stamped;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::domain::{secrets, source_config};
 use crate::ingest::{self, Import, IngestError};
-use crate::service::WriteError;
 use crate::store::EntityKind;
 
 /// One list filter of a collection, `GET /admin/<collection>?<name>=<value>`.
@@ -45,16 +45,8 @@ const fn flag_filter(name: &'static str, description: &'static str) -> ListFilte
     }
 }
 
-/// The four server-set fields every entity carries.
-pub struct Stamps<'e> {
-    pub created_at: &'e mut Option<DateTime<Utc>>,
-    pub updated_at: &'e mut Option<DateTime<Utc>>,
-    pub created_by: &'e mut Option<String>,
-    pub updated_by: &'e mut Option<String>,
-}
-
 pub trait CatalogEntity:
-    Serialize + DeserializeOwned + utoipa::ToSchema + Clone + PartialEq + Send + Sync + 'static
+    Serialize + DeserializeOwned + Stamped + Clone + PartialEq + Send + Sync + 'static
 {
     const KIND: EntityKind;
     /// Singular, for messages: `source`, `tool`, …
@@ -64,7 +56,6 @@ pub trait CatalogEntity:
     fn set_id(&mut self, id: String);
     fn all(catalog: &Catalog) -> &Vec<Self>;
     fn all_mut(catalog: &mut Catalog) -> &mut Vec<Self>;
-    fn stamps(&mut self) -> Stamps<'_>;
 
     /// The id an entity gets when it is created without one.
     fn generated_id(&self) -> String {
@@ -124,21 +115,13 @@ pub trait CatalogEntity:
     }
 }
 
-macro_rules! stamps_and_ids {
+macro_rules! ids {
     () => {
         fn id(&self) -> &str {
             &self.id
         }
         fn set_id(&mut self, id: String) {
             self.id = id;
-        }
-        fn stamps(&mut self) -> Stamps<'_> {
-            Stamps {
-                created_at: &mut self.created_at,
-                updated_at: &mut self.updated_at,
-                created_by: &mut self.created_by,
-                updated_by: &mut self.updated_by,
-            }
         }
     };
 }
@@ -158,7 +141,7 @@ impl CatalogEntity for Source {
         ),
         text("name", "Only the source with this name."),
     ];
-    stamps_and_ids!();
+    ids!();
 
     /// What a read or a create answer adds (`refresh`, `import`) is the server's: a body
     /// written back with it is read without it, like the other server-set fields.
@@ -332,7 +315,7 @@ impl CatalogEntity for Tool {
         text("method", "Only tools with this HTTP method."),
         text("name", "Only tools with this name."),
     ];
-    stamps_and_ids!();
+    ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.tools
@@ -373,7 +356,7 @@ impl CatalogEntity for Label {
     const KIND: EntityKind = EntityKind::Labels;
     const NOUN: &'static str = "label";
     const FILTERS: &'static [ListFilter] = &[text("name", "Only the label with this name.")];
-    stamps_and_ids!();
+    ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.labels
@@ -426,7 +409,7 @@ impl CatalogEntity for ToolGroup {
         ),
         text("name", "Only the group with this name."),
     ];
-    stamps_and_ids!();
+    ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.groups
@@ -481,7 +464,7 @@ impl CatalogEntity for AccessPolicy {
         ),
         text("group_id", "Only policies that allow or deny this group."),
     ];
-    stamps_and_ids!();
+    ids!();
 
     fn all(catalog: &Catalog) -> &Vec<Self> {
         &catalog.policies
@@ -511,38 +494,271 @@ fn reference(field: String, noun: &str, id: &str, owner: &str) -> FieldError {
     }
 }
 
+/// One page of a collection: `limit` entities in id order after `cursor`, that pass every
+/// `filters` pair.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub limit: usize,
+    pub cursor: Option<String>,
+    pub filters: Vec<(String, String)>,
+}
+
+/// A page of entities and the cursor of the next one (`None` on the last page).
+pub struct Page<'c, E> {
+    pub items: Vec<&'c E>,
+    pub next_cursor: Option<String>,
+}
+
+/// A filter the collection does not have; the message lists the ones it has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown filter '{key}' for {collection}; expected limit, cursor, {known}")]
+pub struct UnknownFilter {
+    pub key: String,
+    pub collection: &'static str,
+    pub known: String,
+}
+
+/// The page `query` asks for of `E`'s collection in `catalog`.
+pub fn page<'c, E: CatalogEntity>(
+    catalog: &'c Catalog,
+    query: &ListQuery,
+) -> Result<Page<'c, E>, UnknownFilter> {
+    if let Some((key, _)) = query
+        .filters
+        .iter()
+        .find(|(key, _)| !E::FILTERS.iter().any(|f| f.name == key))
+    {
+        return Err(UnknownFilter {
+            key: key.clone(),
+            collection: E::KIND.as_str(),
+            known: E::FILTERS
+                .iter()
+                .map(|f| f.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let mut all: Vec<&E> = E::all(catalog).iter().collect();
+    all.sort_by(|a, b| a.id().cmp(b.id()));
+    let mut items = Vec::new();
+    for item in all {
+        if query
+            .cursor
+            .as_deref()
+            .is_some_and(|after| item.id() <= after)
+        {
+            continue;
+        }
+        let keep = query
+            .filters
+            .iter()
+            .all(|(key, value)| item.filter(key, value) == Some(true));
+        if keep {
+            items.push(item);
+        }
+        if items.len() > query.limit {
+            break;
+        }
+    }
+    let mut next_cursor = None;
+    if items.len() > query.limit {
+        items.truncate(query.limit);
+        next_cursor = items.last().map(|last| last.id().to_owned());
+    }
+    Ok(Page { items, next_cursor })
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
-    /// The declared filters (error messages, OpenAPI) and the ones `filter` applies agree.
-    fn filters_are_declared<E: CatalogEntity>(sample: &E) {
-        for filter in E::FILTERS {
-            let value = if filter.is_flag { "true" } else { "x" };
-            assert!(
-                sample.filter(filter.name, value).is_some(),
-                "{} filter '{}' is declared but not applied",
-                E::NOUN,
-                filter.name
+    fn catalog() -> Catalog {
+        serde_json::from_value(json!({
+            "sources": [
+                {"id": "s1", "name": "crm", "type": "manual"},
+                {"id": "s2", "name": "erp", "type": "openapi", "enabled": false}
+            ],
+            "tools": [
+                {"id": "t1", "source_id": "s1", "operation_id": "a", "name": "a", "method": "GET",
+                 "tags": ["read-only"], "label_ids": ["l1"]},
+                {"id": "t2", "source_id": "s2", "operation_id": "b", "name": "b", "method": "POST",
+                 "enabled": false, "deprecated": true}
+            ],
+            "labels": [{"id": "l1", "name": "pii"}, {"id": "l2", "name": "finance"}],
+            "groups": [{"id": "g1", "name": "read"}, {"id": "g2", "name": "write", "active": false}],
+            "policies": [
+                {"id": "p1", "name": "p1", "claim_matchers": [], "allowed_group_ids": ["g1"]},
+                {"id": "p2", "name": "p2", "claim_matchers": [], "denied_group_ids": ["g2"],
+                 "active": false}
+            ]
+        }))
+        .expect("a valid catalog document")
+    }
+
+    /// The ids a filter keeps, through the same page function the admin API lists with.
+    fn kept<E: CatalogEntity>(key: &str, value: &str) -> Vec<String> {
+        let query = ListQuery {
+            limit: 100,
+            cursor: None,
+            filters: vec![(key.to_owned(), value.to_owned())],
+        };
+        let catalog = catalog();
+        page::<E>(&catalog, &query)
+            .expect("a declared filter")
+            .items
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect()
+    }
+
+    /// Each declared filter (error messages, OpenAPI) keeps exactly the entities it names, and
+    /// every declared filter is in this table.
+    #[test]
+    fn every_declared_filter_keeps_exactly_what_it_names() {
+        type Check = fn(&str, &str) -> Vec<String>;
+        let table: &[(EntityKind, &str, &str, &[&str], Check)] = &[
+            (
+                EntityKind::Sources,
+                "type",
+                "openapi",
+                &["s2"],
+                kept::<Source>,
+            ),
+            (
+                EntityKind::Sources,
+                "enabled",
+                "true",
+                &["s1"],
+                kept::<Source>,
+            ),
+            (
+                EntityKind::Sources,
+                "enabled",
+                "false",
+                &["s2"],
+                kept::<Source>,
+            ),
+            (EntityKind::Sources, "name", "crm", &["s1"], kept::<Source>),
+            (EntityKind::Tools, "source_id", "s2", &["t2"], kept::<Tool>),
+            (EntityKind::Tools, "enabled", "false", &["t2"], kept::<Tool>),
+            (
+                EntityKind::Tools,
+                "deprecated",
+                "true",
+                &["t2"],
+                kept::<Tool>,
+            ),
+            (
+                EntityKind::Tools,
+                "deprecated",
+                "false",
+                &["t1"],
+                kept::<Tool>,
+            ),
+            (EntityKind::Tools, "tag", "read-only", &["t1"], kept::<Tool>),
+            (EntityKind::Tools, "label_id", "l1", &["t1"], kept::<Tool>),
+            (EntityKind::Tools, "method", "POST", &["t2"], kept::<Tool>),
+            (EntityKind::Tools, "name", "a", &["t1"], kept::<Tool>),
+            (
+                EntityKind::Labels,
+                "name",
+                "finance",
+                &["l2"],
+                kept::<Label>,
+            ),
+            (
+                EntityKind::Groups,
+                "active",
+                "false",
+                &["g2"],
+                kept::<ToolGroup>,
+            ),
+            (
+                EntityKind::Groups,
+                "name",
+                "read",
+                &["g1"],
+                kept::<ToolGroup>,
+            ),
+            (
+                EntityKind::Policies,
+                "active",
+                "true",
+                &["p1"],
+                kept::<AccessPolicy>,
+            ),
+            (
+                EntityKind::Policies,
+                "group_id",
+                "g2",
+                &["p2"],
+                kept::<AccessPolicy>,
+            ),
+        ];
+        for (kind, key, value, expected, check) in table {
+            assert_eq!(
+                check(key, value),
+                *expected,
+                "{}?{key}={value}",
+                kind.as_str()
             );
         }
-        assert_eq!(sample.filter("no-such-filter", "x"), None);
+        let declared = [
+            (EntityKind::Sources, Source::FILTERS),
+            (EntityKind::Tools, Tool::FILTERS),
+            (EntityKind::Labels, Label::FILTERS),
+            (EntityKind::Groups, ToolGroup::FILTERS),
+            (EntityKind::Policies, AccessPolicy::FILTERS),
+        ];
+        for (kind, filters) in declared {
+            for filter in filters {
+                assert!(
+                    table
+                        .iter()
+                        .any(|(k, key, ..)| *k == kind && *key == filter.name),
+                    "{} filter '{}' is declared but not checked",
+                    kind.as_str(),
+                    filter.name
+                );
+            }
+        }
     }
 
     #[test]
-    fn every_declared_filter_is_applied() {
-        let catalog: Catalog = serde_json::from_value(serde_json::json!({
-            "sources": [{"id": "s", "name": "s", "type": "manual"}],
-            "tools": [{"source_id": "s", "operation_id": "o", "name": "o"}],
-            "labels": [{"id": "l", "name": "l"}],
-            "groups": [{"id": "g", "name": "g"}],
-            "policies": [{"id": "p", "name": "p", "claim_matchers": []}]
-        }))
-        .expect("a valid catalog document");
-        filters_are_declared(&catalog.sources[0]);
-        filters_are_declared(&catalog.tools[0]);
-        filters_are_declared(&catalog.labels[0]);
-        filters_are_declared(&catalog.groups[0]);
-        filters_are_declared(&catalog.policies[0]);
+    fn unknown_filters_are_refused_with_the_known_ones() {
+        let query = ListQuery {
+            limit: 10,
+            cursor: None,
+            filters: vec![("colour".to_owned(), "red".to_owned())],
+        };
+        let error = page::<Label>(&catalog(), &query)
+            .err()
+            .expect("an unknown filter");
+        assert_eq!(
+            error.to_string(),
+            "unknown filter 'colour' for labels; expected limit, cursor, name"
+        );
+    }
+
+    #[test]
+    fn pages_follow_the_cursor_to_the_end() {
+        let catalog = catalog();
+        let mut query = ListQuery {
+            limit: 1,
+            cursor: None,
+            filters: Vec::new(),
+        };
+        let mut seen = Vec::new();
+        loop {
+            let page = page::<Tool>(&catalog, &query).expect("no filters");
+            seen.extend(page.items.iter().map(|t| t.id.clone()));
+            match page.next_cursor {
+                Some(cursor) => query.cursor = Some(cursor),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["t1", "t2"]);
     }
 }

@@ -1,0 +1,508 @@
+//! The catalog's write commands: create, replace, patch, delete and toggle one entity, replace
+//! or seed the whole catalog, refresh a source. Transports map requests onto these and their
+//! results onto answers; every write semantic lives here.
+//!
+//! Each command builds one [`Stamp`] (who, when), fetches what it imports *before* the write
+//! (outside the write lock; a stale `If-Match` is refused first so that it costs the upstream
+//! nothing), then commits through [`CatalogService::write_if`], which validates the whole
+//! resulting catalog and checks the precondition again, atomically.
+//!
+//! The catalog mutations themselves are pure functions ([`apply_create`], [`apply_update`],
+//! [`apply_delete`]): a write and an impact preview (nothing written) run the same code.
+
+mod document;
+mod refresh;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::{Map, Value};
+
+pub use self::document::{Counts, apply_replace};
+pub use self::refresh::RefreshTrigger;
+use self::refresh::{apply_import, refresh_source};
+use super::WriteError;
+use super::entity::CatalogEntity;
+use super::{Actor, AuditNote, CatalogService, Focus, Mutation, Precondition, RefreshLog};
+use crate::domain::model::{Catalog, Tool};
+use crate::domain::stamp::Stamp;
+use crate::domain::validate::{ErrorKind, FieldError};
+use crate::ingest::refresh::RefreshSummary;
+use crate::ingest::{Import, IngestError, IssueOutcome};
+use crate::store::EntityKind;
+use crate::telemetry::Metrics;
+
+/// Why a command did not happen; nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// What the command imports could not be fetched or read.
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// What a command wrote, and the catalog revision that holds it (the current one when the
+/// command changed nothing).
+#[derive(Debug)]
+pub struct Written<T> {
+    pub value: T,
+    pub revision: u64,
+}
+
+/// A created entity, and what its creation imported (an `openapi` or `mcp` source's tools).
+#[derive(Debug)]
+pub struct Created<E> {
+    pub entity: E,
+    pub import: Option<RefreshSummary>,
+}
+
+/// A new version of one entity: the whole entity (`PUT`), or an RFC 7396 merge patch of the
+/// stored one (`PATCH`), applied to the version the write finds.
+#[derive(Debug, Clone)]
+pub enum Edit<E> {
+    Replace(E),
+    Patch(Map<String, Value>),
+}
+
+impl<E: CatalogEntity> Edit<E> {
+    /// The new version of `current`.
+    pub fn apply(&self, current: &E) -> Result<E, WriteError> {
+        let patch = match self {
+            Edit::Replace(entity) => return Ok(entity.clone()),
+            Edit::Patch(patch) => patch,
+        };
+        let mut merged = serde_json::to_value(current).map_err(|error| {
+            WriteError::Internal(format!("a stored {} does not serialise: {error}", E::NOUN))
+        })?;
+        merge_patch(&mut merged, &Value::Object(patch.clone()));
+        // A source's document is one value: a patch replaces it, never merges into it (merged,
+        // the operations the new document removed would survive).
+        if E::KIND == EntityKind::Sources
+            && let Some(spec) = patch.get("config").and_then(|c| c.get("spec"))
+            && !spec.is_null()
+            && let Some(config) = merged.get_mut("config").and_then(Value::as_object_mut)
+        {
+            config.insert("spec".to_owned(), spec.clone());
+        }
+        serde_json::from_value::<E>(merged).map_err(|error| {
+            WriteError::Invalid(vec![FieldError {
+                field: String::new(),
+                message: format!("the patched {} is not valid: {error}", E::NOUN),
+                kind: ErrorKind::Invalid,
+            }])
+        })
+    }
+}
+
+/// Runs the write commands. Cheap to share (`Arc`).
+pub struct Commands {
+    catalog: Arc<CatalogService>,
+    refresh_log: Arc<RefreshLog>,
+    metrics: Arc<Metrics>,
+}
+
+impl Commands {
+    pub fn new(
+        catalog: Arc<CatalogService>,
+        refresh_log: Arc<RefreshLog>,
+        metrics: Arc<Metrics>,
+    ) -> Commands {
+        Commands {
+            catalog,
+            refresh_log,
+            metrics,
+        }
+    }
+
+    /// Creates `entity` (an id is generated when it has none), with what it imports, in one
+    /// revision. 409 when its id is taken.
+    pub async fn create<E: CatalogEntity>(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        mut entity: E,
+    ) -> Result<Written<Created<E>>, CommandError> {
+        if entity.id().is_empty() {
+            let id = entity.generated_id();
+            entity.set_id(id);
+        }
+        if find::<E>(self.catalog.snapshot().catalog(), entity.id()).is_some() {
+            return Err(already_exists::<E>(entity.id()).into());
+        }
+        // Before the import: a mask must never reach an upstream as a credential.
+        let masks = entity.keep_stored_secrets(None);
+        if !masks.is_empty() {
+            return Err(WriteError::Invalid(masks).into());
+        }
+        self.catalog.check(precondition).await?;
+        let imported = entity.import_on_create().await?;
+        let stamp = stamp(actor);
+        let focus = focus::<E>(entity.id());
+        let (import, revision) = self
+            .catalog
+            .write_if(actor, Some(&focus), precondition, |catalog| {
+                let (notes, summary) = apply_create(catalog, &entity, imported.as_ref(), &stamp)?;
+                Ok(Mutation {
+                    notes,
+                    value: summary,
+                })
+            })
+            .await?;
+        if E::KIND == EntityKind::Sources {
+            // A new source has no refresh history, whatever a deleted one of its id had.
+            self.refresh_log.forget(entity.id());
+        }
+        self.count_issues(imported.as_ref());
+        let entity = self.stored_version(entity, revision);
+        Ok(Written {
+            value: Created { entity, import },
+            revision,
+        })
+    }
+
+    /// Changes entity `id` by `edit`; the id and the creation stamps stay. A source whose
+    /// document changed is re-imported in the same revision (refused as its creation would
+    /// be).
+    pub async fn update<E: CatalogEntity>(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        id: &str,
+        edit: Edit<E>,
+    ) -> Result<Written<E>, CommandError> {
+        let current = find::<E>(self.catalog.snapshot().catalog(), id).cloned();
+        // What the new version imports is fetched from the version the current catalog gives;
+        // the write applies it with the change.
+        let imported = match current {
+            Some(before) => {
+                self.catalog.check(precondition).await?;
+                let mut next = edit.apply(&before)?;
+                // A mask must never reach an upstream as a credential; the write reports it.
+                if next.keep_stored_secrets(Some(&before)).is_empty() {
+                    next.import_on_update(&before).await?
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        let stamp = stamp(actor);
+        let (entity, revision) = self
+            .catalog
+            .write_if(actor, Some(&focus::<E>(id)), precondition, |catalog| {
+                let (notes, next) = apply_update(catalog, id, &edit, imported.as_ref(), &stamp)?;
+                Ok(Mutation { notes, value: next })
+            })
+            .await?;
+        self.count_issues(imported.as_ref());
+        Ok(Written {
+            value: self.stored_version(entity, revision),
+            revision,
+        })
+    }
+
+    /// Deletes entity `id` with what depends on it ([`CatalogEntity::before_delete`]).
+    pub async fn delete<E: CatalogEntity>(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        id: &str,
+    ) -> Result<u64, CommandError> {
+        let ((), revision) = self
+            .catalog
+            .write_if(actor, None, precondition, |catalog| {
+                let notes = apply_delete::<E>(catalog, id)?;
+                Ok(Mutation { notes, value: () })
+            })
+            .await?;
+        Ok(revision)
+    }
+
+    /// Enables or disables tool `id`; idempotent (no change, no revision). `reason` is kept as
+    /// `disabled_reason` when disabling.
+    pub async fn toggle(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        id: &str,
+        enabled: bool,
+        reason: Option<String>,
+    ) -> Result<Written<Tool>, CommandError> {
+        let stamp = stamp(actor);
+        let (tool, revision) = self
+            .catalog
+            .write_if(actor, None, precondition, |catalog| {
+                let tool = catalog
+                    .tools
+                    .iter_mut()
+                    .find(|t| t.id == id)
+                    .ok_or_else(|| not_found::<Tool>(id))?;
+                if tool.enabled == enabled {
+                    return Ok(Mutation {
+                        notes: Vec::new(),
+                        value: tool.clone(),
+                    });
+                }
+                let before = tool.clone();
+                tool.enabled = enabled;
+                tool.disabled_reason = if enabled { None } else { reason.clone() };
+                stamp.touched(tool);
+                let after = tool.clone();
+                let action = if enabled { "enable" } else { "disable" };
+                Ok(Mutation {
+                    notes: vec![note(action, id, Some(&before), Some(&after))],
+                    value: after,
+                })
+            })
+            .await?;
+        Ok(Written {
+            value: tool,
+            revision,
+        })
+    }
+
+    /// Replaces the whole catalog with `document`; nothing changes if anything is invalid.
+    pub async fn replace_catalog(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        document: Catalog,
+    ) -> Result<Written<Counts>, CommandError> {
+        let stamp = stamp(actor);
+        let (value, revision) = self
+            .catalog
+            .write_if(actor, None, precondition, |catalog| {
+                let (notes, counts) = apply_replace(catalog, &document, &stamp)?;
+                Ok(Mutation {
+                    notes,
+                    value: counts,
+                })
+            })
+            .await?;
+        Ok(Written { value, revision })
+    }
+
+    /// Loads `seed` into an empty store (revision 0, nothing in it) and says so; otherwise
+    /// leaves the store alone (`None`), so restarting with the same seed never overwrites what
+    /// admins changed.
+    pub async fn seed(&self, seed: Catalog) -> Result<Option<u64>, CommandError> {
+        document::seed(&self.catalog, seed, &stamp(&toolgate())).await
+    }
+
+    /// Re-imports source `id` ([`refresh_source`]), and records the attempt in the refresh log
+    /// and the metrics, whoever triggered it.
+    pub async fn refresh(
+        &self,
+        actor: &Actor,
+        precondition: &Precondition,
+        id: &str,
+        trigger: RefreshTrigger,
+    ) -> Result<Written<RefreshSummary>, CommandError> {
+        let result = refresh_source(&self.catalog, actor, id, precondition, &stamp(actor)).await;
+        let at = Utc::now();
+        match &result {
+            Ok(written) => {
+                self.refresh_log.record(id, at, Ok(()));
+                self.metrics
+                    .import_issues(written.value.skipped, written.value.cut);
+            }
+            // A refused precondition or an unknown source is not an attempt.
+            Err(error @ (CommandError::Ingest(_) | CommandError::Write(WriteError::Store(_)))) => {
+                self.refresh_log.record(id, at, Err(error.to_string()));
+                self.metrics.refresh_failed(trigger.name());
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// Counts what an import skipped or cut (`toolgate.import.operations`).
+    fn count_issues(&self, import: Option<&Import>) {
+        let Some(import) = import else { return };
+        let count = |outcome| {
+            import
+                .issues
+                .iter()
+                .filter(|issue| issue.outcome == outcome)
+                .count()
+        };
+        self.metrics
+            .import_issues(count(IssueOutcome::Skipped), count(IssueOutcome::Cut));
+    }
+
+    /// The entity as the catalog holds it after a write (normalisation may have derived fields,
+    /// such as a tool-service tool's input schema); `written` if another write came in between.
+    fn stored_version<E: CatalogEntity>(&self, written: E, revision: u64) -> E {
+        let snapshot = self.catalog.snapshot();
+        if snapshot.revision() != revision {
+            return written;
+        }
+        find::<E>(snapshot.catalog(), written.id())
+            .cloned()
+            .unwrap_or(written)
+    }
+}
+
+/// The actor of what the server does by itself (seeding, periodic refreshes).
+pub fn toolgate() -> Actor {
+    Actor {
+        subject: "toolgate".to_owned(),
+        request_id: None,
+    }
+}
+
+/// Who writes, and now: the one place a write reads the clock for its stamps.
+fn stamp(actor: &Actor) -> Stamp {
+    Stamp {
+        at: Utc::now(),
+        by: actor.subject.clone(),
+    }
+}
+
+fn focus<E: CatalogEntity>(id: &str) -> Focus {
+    Focus {
+        kind: E::KIND,
+        id: id.to_owned(),
+    }
+}
+
+fn find<'c, E: CatalogEntity>(catalog: &'c Catalog, id: &str) -> Option<&'c E> {
+    E::all(catalog).iter().find(|e| e.id() == id)
+}
+
+/// Adds `entity`, stamped as created, with what it imported; its import summary.
+pub fn apply_create<E: CatalogEntity>(
+    catalog: &mut Catalog,
+    entity: &E,
+    imported: Option<&Import>,
+    stamp: &Stamp,
+) -> Result<(Vec<AuditNote>, Option<RefreshSummary>), WriteError> {
+    if find::<E>(catalog, entity.id()).is_some() {
+        return Err(already_exists::<E>(entity.id()));
+    }
+    let mut entity = entity.clone();
+    stamp.created(&mut entity);
+    let mut notes = vec![note("create", entity.id(), None, Some(&entity))];
+    let id = entity.id().to_owned();
+    E::all_mut(catalog).push(entity);
+    let mut summary = None;
+    if let Some(import) = imported {
+        let (done, refresh) = apply_import(catalog, &id, import, stamp)?;
+        notes.extend(refresh);
+        summary = Some(done);
+    }
+    Ok((notes, summary))
+}
+
+/// Replaces entity `id` by `edit` of its current version, with what the new version imported:
+/// the id cannot change, write-only values written as their mask keep the stored ones, and the
+/// creation stamps stay.
+pub fn apply_update<E: CatalogEntity>(
+    catalog: &mut Catalog,
+    id: &str,
+    edit: &Edit<E>,
+    imported: Option<&Import>,
+    stamp: &Stamp,
+) -> Result<(Vec<AuditNote>, E), WriteError> {
+    let items = E::all_mut(catalog);
+    let position = items
+        .iter()
+        .position(|e| e.id() == id)
+        .ok_or_else(|| not_found::<E>(id))?;
+    let before = items[position].clone();
+    let mut next = edit.apply(&before)?;
+    if next.id().is_empty() {
+        next.set_id(id.to_owned());
+    }
+    if next.id() != id {
+        return Err(WriteError::Invalid(vec![FieldError {
+            field: "id".to_owned(),
+            message: format!(
+                "the id in the body ('{}') differs from the id in the path ('{id}'); ids cannot be changed",
+                next.id()
+            ),
+            kind: ErrorKind::Invalid,
+        }]));
+    }
+    let masks = next.keep_stored_secrets(Some(&before));
+    if !masks.is_empty() {
+        return Err(WriteError::Invalid(masks));
+    }
+    stamp.updated(&mut next, &before);
+    items[position] = next.clone();
+    let mut notes = vec![note("update", id, Some(&before), Some(&next))];
+    if let Some(import) = imported {
+        let (_, refresh) = apply_import(catalog, id, import, stamp)?;
+        notes.extend(refresh);
+    }
+    Ok((notes, next))
+}
+
+/// Removes entity `id`, after [`CatalogEntity::before_delete`] has fixed up or refused what
+/// refers to it.
+pub fn apply_delete<E: CatalogEntity>(
+    catalog: &mut Catalog,
+    id: &str,
+) -> Result<Vec<AuditNote>, WriteError> {
+    let before = find::<E>(catalog, id)
+        .cloned()
+        .ok_or_else(|| not_found::<E>(id))?;
+    E::before_delete(catalog, id)?;
+    E::all_mut(catalog).retain(|e| e.id() != id);
+    Ok(vec![note("delete", id, Some(&before), None)])
+}
+
+/// The audit note of one entity's change.
+pub fn note<E: CatalogEntity>(
+    action: &'static str,
+    id: &str,
+    before: Option<&E>,
+    after: Option<&E>,
+) -> AuditNote {
+    AuditNote {
+        action,
+        entity: E::KIND,
+        id: id.to_owned(),
+        before: before.and_then(|e| serde_json::to_value(e).ok()),
+        after: after.and_then(|e| serde_json::to_value(e).ok()),
+    }
+}
+
+fn not_found<E: CatalogEntity>(id: &str) -> WriteError {
+    WriteError::NotFound {
+        kind: E::NOUN,
+        id: id.to_owned(),
+    }
+}
+
+fn already_exists<E: CatalogEntity>(id: &str) -> WriteError {
+    WriteError::Conflict(
+        format!("a {} with id '{id}' already exists", E::NOUN),
+        Vec::new(),
+    )
+}
+
+/// RFC 7396 JSON merge patch: objects merge recursively, `null` removes, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let Value::Object(target) = target else {
+        return;
+    };
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
