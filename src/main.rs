@@ -39,6 +39,7 @@ fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check(path) => cli::run_check(&path, &mut stdout),
+        Command::Impact(command) => cli::run_impact(&command, &mut stdout),
         Command::Migrate(settings) => {
             cli::run_migrate(&settings, &mut stdout, &mut std::io::stderr().lock())
         }

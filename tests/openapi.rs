@@ -32,6 +32,7 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/admin/tools/{id}/disable", &["post"]),
     ("/admin/groups/{id}/tools", &["get"]),
     ("/admin/preview", &["post"]),
+    ("/admin/impact", &["post"]),
     ("/admin/catalog", &["get", "put"]),
     ("/admin/audit", &["get"]),
     ("/healthz", &["get"]),
@@ -398,6 +399,17 @@ async fn real_responses_fit_their_documented_schemas() {
             Some(
                 json!({"claims": {"roles": ["admin", "nobody"]}, "include_disabled": true,
                         "group": "g-all", "tools": ["*"]}),
+            ),
+            200,
+        ),
+        (
+            "/admin/impact",
+            Method::POST,
+            "/admin/impact",
+            Some(
+                json!({"change": {"collection": "tools", "id": "billing:list_invoices",
+                                   "op": "delete"},
+                        "claims_sets": [{"roles": ["staff"]}]}),
             ),
             200,
         ),

@@ -38,6 +38,8 @@ pub(super) enum Command {
     Check(CheckArgs),
     /// Prepare the configured store's schema and indexes.
     Migrate(MigrateArgs),
+    /// Ask a running gateway what a proposed catalog would change for whom; writes nothing.
+    Impact(ImpactArgs),
 }
 
 /// Flags of `serve`.
@@ -97,6 +99,31 @@ pub(super) struct CheckArgs {
     /// The catalog file: .json, .yaml/.yml, or anything else (tried as JSON, then YAML)
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+/// Flags of `impact`.
+#[derive(Debug, Clone, Args)]
+pub(super) struct ImpactArgs {
+    /// The proposed catalog (JSON or YAML), as `PUT /admin/catalog` would write it
+    #[arg(long, value_name = "FILE")]
+    pub catalog: PathBuf,
+    /// The running gateway [env: TOOLGATE_URL] [default: http://127.0.0.1:8080]
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// An admin token [env: TOOLGATE_TOKEN]. Visible to other local users in the process
+    /// list: prefer the environment variable
+    #[arg(long, value_name = "JWT")]
+    pub token: Option<String>,
+    /// Claims to evaluate besides those the gateway served recently, as a JSON object
+    /// (repeatable)
+    #[arg(long = "claims", value_name = "JSON", value_parser = parse_claims)]
+    pub claims: Vec<Map<String, Value>>,
+    /// Only against this revision of the catalog (`42` or the ETag `"r42"`): refused if it moved
+    #[arg(long, value_name = "REVISION")]
+    pub if_match: Option<String>,
+    /// Print the gateway's JSON answer instead of the summary
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Flags of `migrate`.

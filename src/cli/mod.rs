@@ -1,11 +1,13 @@
-//! The command line: `toolgate [serve] [flags]`, `token`, `check FILE`, `migrate`.
+//! The command line: `toolgate [serve] [flags]`, `token`, `check FILE`, `migrate`, `impact`.
 //!
 //! [`parse`] turns the arguments and the environment into a [`Command`] whose settings are
 //! already loaded and checked; `main` then dispatches it. `Serve` goes to
-//! [`crate::server::run`]; the others run here ([`run_token`], [`run_check`], [`run_migrate`]).
+//! [`crate::server::run`]; the others run here ([`run_token`], [`run_check`], [`run_migrate`],
+//! [`run_impact`]).
 
 mod args;
 mod check;
+mod impact;
 mod migrate;
 #[cfg(test)]
 mod tests;
@@ -19,6 +21,7 @@ use clap::Parser as _;
 use crate::config::{Environment, Overrides, Settings};
 
 pub use check::run_check;
+pub use impact::{ImpactCommand, run_impact};
 pub use migrate::run_migrate;
 pub use token::{TokenRequest, run_token};
 
@@ -33,6 +36,8 @@ pub enum Command {
     Check(PathBuf),
     /// Prepare the store configured in these settings.
     Migrate(Settings),
+    /// Preview a catalog's impact on a running gateway.
+    Impact(ImpactCommand),
 }
 
 /// Parses the process's arguments and environment. `--help`, `--version` and usage errors
@@ -67,6 +72,9 @@ where
             crate::config::unix_now(),
         )?),
         Some(args::Command::Check(check)) => Command::Check(check.file),
+        Some(args::Command::Impact(impact)) => {
+            Command::Impact(ImpactCommand::from_args(impact, env)?)
+        }
         Some(args::Command::Migrate(migrate)) => Command::Migrate(Settings::load(
             &Overrides {
                 config: migrate.config,

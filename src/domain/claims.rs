@@ -443,5 +443,8 @@ fn describe(value: &Value) -> &'static str {
     }
 }
 
+mod projection;
+pub use projection::project;
+
 #[cfg(test)]
 mod tests;

@@ -63,16 +63,20 @@ impl<'c> ClaimEvaluation<'c> {
 impl Snapshot {
     /// Decides which policies match and which tools they grant or deny.
     pub(super) fn decide(&self, claims: &Claims) -> Decision {
+        self.decide_matched(self.matching_policies(claims))
+    }
+
+    /// Indices into `policies` of the policies whose matchers all hold for `claims`, ascending.
+    pub(super) fn matching_policies(&self, claims: &Claims) -> Vec<u32> {
         let mut evaluation = ClaimEvaluation::new(self, claims);
-        let matched = (0..self.policies.len() as u32)
+        (0..self.policies.len() as u32)
             .filter(|&index| {
                 self.policies[index as usize]
                     .matchers
                     .iter()
                     .all(|&m| evaluation.matcher(self, m))
             })
-            .collect();
-        self.decide_matched(matched)
+            .collect()
     }
 
     /// The decision of the policies `matched` (indices into `policies`, ascending, i.e. in

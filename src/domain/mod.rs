@@ -12,6 +12,7 @@ mod entry;
 pub mod explain;
 pub mod fingerprint;
 mod glob;
+pub mod impact;
 pub mod manifest;
 pub mod manifest_diff;
 pub mod model;

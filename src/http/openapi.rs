@@ -161,6 +161,8 @@ fn components() -> Components {
     collect::<Problem>(&mut schemas);
     collect::<admin::tools::Toggle>(&mut schemas);
     collect::<admin::preview::PreviewRequest>(&mut schemas);
+    collect::<admin::impact::ImpactBody>(&mut schemas);
+    collect::<crate::service::impact::ImpactReport>(&mut schemas);
     collect::<admin::refresh::RefreshReply>(&mut schemas);
     collect::<bodies::Manifest>(&mut schemas);
     collect::<bodies::GroupMembers>(&mut schemas);
@@ -256,6 +258,7 @@ fn paths() -> Paths {
         .path("/admin/tools/{id}/disable", admin_paths::toggle(false))
         .path("/admin/groups/{id}/tools", admin_paths::group_members())
         .path("/admin/preview", admin_paths::preview())
+        .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())
         .path("/admin/audit", admin_paths::audit())
         .path("/healthz", get(healthz()))

@@ -302,6 +302,7 @@ pub async fn start(
         config.cache_capacity,
         shared,
         config.admin_rule.paths(),
+        crate::service::seen::DEFAULT_CAPACITY,
         Arc::clone(&metrics),
     ));
     let hub = StreamHub::new(

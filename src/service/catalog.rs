@@ -335,6 +335,42 @@ impl CatalogService {
         Err(WriteError::Contended)
     }
 
+    /// What the catalog would become if `mutate` were written now: applied to a copy of the
+    /// current catalog, validated and compiled beside the live snapshot exactly as a write
+    /// would be, and nothing stored or published. Returns the current snapshot and the one the
+    /// write would publish (the current one again when `mutate` changes nothing).
+    pub async fn preview<F>(
+        &self,
+        focus: Option<&Focus>,
+        precondition: &Precondition,
+        mutate: F,
+    ) -> Result<(Arc<Snapshot>, Arc<Snapshot>), WriteError>
+    where
+        F: FnOnce(&mut Catalog) -> Result<(), WriteError>,
+    {
+        self.check(precondition).await?;
+        let base = self.snapshot();
+        if !precondition.admits(base.revision()) {
+            return Err(WriteError::PreconditionFailed {
+                current: base.revision(),
+            });
+        }
+        let mut catalog = base.catalog().clone();
+        mutate(&mut catalog)?;
+        let previous = Arc::clone(&base);
+        let prepared = tokio::task::spawn_blocking(move || prepare(catalog, &previous))
+            .await
+            .map_err(|error| task_failed("validating and compiling the catalog", &error))??;
+        match prepared {
+            Prepared::Invalid(catalog, errors) => Err(WriteError::Invalid(match focus {
+                Some(focus) => focus.relativize(&catalog, errors),
+                None => errors,
+            })),
+            Prepared::Unchanged => Ok((Arc::clone(&base), base)),
+            Prepared::Ready(after, _) => Ok((base, Arc::from(after))),
+        }
+    }
+
     /// Fails with [`WriteError::PreconditionFailed`] unless the catalog is at a revision
     /// `precondition` admits: for requests that may turn out to write nothing (a refresh), so
     /// that they answer a stale `If-Match` as a write would.

@@ -12,8 +12,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use chrono::Utc;
 use tracing::field::Empty;
 
+use super::seen::SeenClaims;
 use crate::cache::redis::SharedCache;
 use crate::cache::{CacheKey, ManifestCache, RenderedManifest};
 use crate::domain::claims::{ClaimPath, Claims};
@@ -49,22 +51,32 @@ pub struct Manifests {
     shared: Option<Arc<SharedCache>>,
     /// The admin rule's paths: part of every claims key.
     admin_paths: Arc<[ClaimPath]>,
+    /// The claim sets served recently (their projections), for impact previews.
+    seen: SeenClaims,
     metrics: Arc<Metrics>,
 }
 
 impl Manifests {
+    /// `seen_capacity`: how many recently served claim sets to remember for impact previews.
     pub fn new(
         cache_capacity: usize,
         shared: Option<Arc<SharedCache>>,
         admin_paths: &[ClaimPath],
+        seen_capacity: usize,
         metrics: Arc<Metrics>,
     ) -> Manifests {
         Manifests {
             cache: ManifestCache::new(cache_capacity),
             shared,
             admin_paths: Arc::from(admin_paths),
+            seen: SeenClaims::new(seen_capacity),
             metrics,
         }
+    }
+
+    /// The claim sets served recently.
+    pub fn seen(&self) -> &SeenClaims {
+        &self.seen
     }
 
     /// The key of the manifest for `claims` and `options` at `snapshot`.
@@ -92,6 +104,8 @@ impl Manifests {
         key: CacheKey,
     ) -> Arc<RenderedManifest> {
         let started = Instant::now();
+        self.seen
+            .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
         let span = tracing::debug_span!(
             "resolve",
             otel.name = "resolve manifest",

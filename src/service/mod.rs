@@ -7,10 +7,12 @@ pub mod commands;
 mod diff;
 pub mod entity;
 pub mod follow;
+pub mod impact;
 pub mod manifests;
 pub mod periodic;
 mod precondition;
 pub mod refresh_log;
+pub mod seen;
 pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};

@@ -78,6 +78,8 @@ pub struct Metrics {
     connections_refused: Counter<u64>,
     import_operations: Counter<u64>,
     refresh_failures: Counter<u64>,
+    impact_runs: Counter<u64>,
+    impact_duration: Histogram<f64>,
     routes: RouteNames,
 }
 
@@ -150,6 +152,22 @@ impl Metrics {
                     "Source refreshes that failed and changed nothing, by trigger (admin or \
                      periodic)",
                 )
+                .build(),
+            impact_runs: meter
+                .u64_counter("toolgate.impact.runs")
+                .with_description(
+                    "Impact previews (POST /admin/impact) by outcome: ok, or refused (invalid \
+                     change, stale If-Match, failed import)",
+                )
+                .build(),
+            impact_duration: meter
+                .f64_histogram("toolgate.impact.duration")
+                .with_unit("s")
+                .with_description(
+                    "Time of an impact preview: applying and compiling the change, and \
+                     comparing the manifests of every claim set",
+                )
+                .with_boundaries(vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0])
                 .build(),
             provider,
             pull,
@@ -255,6 +273,13 @@ impl Metrics {
     pub fn refresh_failed(&self, trigger: &'static str) {
         self.refresh_failures
             .add(1, &[KeyValue::new("trigger", trigger)]);
+    }
+
+    /// One impact preview, how it ended (`ok` or `refused`) and how long it took.
+    pub fn impact(&self, outcome: &'static str, took: Duration) {
+        self.impact_runs
+            .add(1, &[KeyValue::new("outcome", outcome)]);
+        self.impact_duration.record(took.as_secs_f64(), &[]);
     }
 
     /// Everything recorded so far, as Prometheus text.

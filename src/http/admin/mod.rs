@@ -5,6 +5,7 @@ mod audit;
 mod catalog;
 mod conditional;
 mod crud;
+pub(crate) mod impact;
 pub(crate) mod preview;
 pub(crate) mod refresh;
 pub(crate) mod tools;
@@ -77,6 +78,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/admin/tools/{id}/disable", post(tools::disable))
         .route("/admin/groups/{id}/tools", get(catalog::group_members))
         .route("/admin/preview", post(preview::preview))
+        .route("/admin/impact", post(impact::impact))
         .route("/admin/catalog", get(catalog::read).put(catalog::replace))
         .route("/admin/audit", get(audit::list))
         .layer(axum::middleware::map_response_with_state(

@@ -313,6 +313,45 @@ pub(super) fn preview() -> PathItem {
         .build()
 }
 
+pub(super) fn impact() -> PathItem {
+    let operation = admin_operation(
+        "preview_impact",
+        "preview",
+        "What a change would do to everyone's manifest, before it is made",
+        "The change (a catalog document, or one entity `put`, `patch` or `delete`) is validated \
+         and compiled beside the live catalog exactly as the write would be; nothing is \
+         written. Answers, for each claim set given and each one this instance served in the \
+         last 24 hours (remembered as the claims policies read, never whole tokens), the \
+         tools gained and lost, with totals per tool. `If-Match` names the revision the \
+         change is meant for (412 when the catalog moved).",
+    )
+    .request_body(Some(
+        RequestBodyBuilder::new()
+            .required(Some(Required::True))
+            .content(
+                JSON,
+                json_content(schema_ref::<admin::impact::ImpactBody>()),
+            )
+            .build(),
+    ))
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The differences, per claim set and per tool.")
+            .content(
+                JSON,
+                json_content(schema_ref::<crate::service::impact::ImpactReport>()),
+            )
+            .header(REVISION_HEADER.as_str(), revision_header()),
+    );
+    PathItemBuilder::new()
+        .operation(
+            HttpMethod::Post,
+            problems(operation, &[404, 409, 413, 422, 429, 502, 503]),
+        )
+        .build()
+}
+
 pub(super) fn catalog() -> PathItem {
     let read = admin_operation(
         "get_catalog",

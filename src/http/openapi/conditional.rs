@@ -13,7 +13,8 @@ pub(super) fn describe(paths: &mut Paths) {
         if !path.starts_with("/admin/") {
             continue;
         }
-        // The preview is a POST that writes nothing.
+        // The preview is a POST that writes nothing and takes no condition. (The impact
+        // preview writes nothing either, but takes `If-Match`: the revision it is meant for.)
         let post_writes = path != "/admin/preview";
         for (operation, writes) in [
             (&mut item.get, false),

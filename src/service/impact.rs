@@ -1,0 +1,375 @@
+//! The impact of a proposed change before it is made (`POST /admin/impact`): the change is
+//! applied by the same pure functions a write uses ([`super::commands`]), validated and
+//! compiled beside the live snapshot ([`CatalogService::preview`]), and nothing is written.
+//! Then every claim set given, and every one this instance served recently
+//! ([`super::seen::SeenClaims`]), is compared between the two snapshots
+//! ([`crate::domain::impact::compare`]).
+//!
+//! A remembered claim set is only its projection onto what the policies read when it was
+//! served: a change whose policies read other claims evaluates those as absent for it (fewer
+//! tools, as everywhere), so such a change can show remembered identities losing tools that
+//! their full tokens would keep. The claim sets given in the request are evaluated whole.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::commands::{Edit, apply_create, apply_delete, apply_replace, apply_update};
+use super::entity::CatalogEntity;
+use super::{Actor, CatalogService, CommandError, Focus, Manifests, Precondition, WriteError};
+use crate::domain::claims::Claims;
+use crate::domain::impact::{Difference, compare};
+use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::snapshot::Snapshot;
+use crate::domain::stamp::Stamp;
+use crate::domain::validate::{ErrorKind, FieldError};
+use crate::store::EntityKind;
+use crate::telemetry::Metrics;
+
+/// A change to preview.
+#[derive(Debug, Clone)]
+pub enum Proposal {
+    /// The whole catalog replaced by this document (`PUT /admin/catalog`).
+    Catalog(Catalog),
+    /// One entity written (`PUT`, `PATCH` or `DELETE /admin/<collection>/{id}`).
+    Change {
+        kind: EntityKind,
+        id: String,
+        op: ChangeOp,
+    },
+}
+
+/// What happens to the entity of a [`Proposal::Change`].
+#[derive(Debug, Clone)]
+pub enum ChangeOp {
+    /// The entity as written in a body: it replaces the stored one, or is created when there
+    /// is none.
+    Put(Value),
+    /// An RFC 7396 merge patch of the stored entity.
+    Patch(Map<String, Value>),
+    Delete,
+}
+
+/// The impact on one claim set.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ClaimSetImpact {
+    #[schema(value_type = Object)]
+    pub claims: Arc<Claims>,
+    pub gained: Vec<String>,
+    pub lost: Vec<String>,
+}
+
+/// The impact on one claim set served recently.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SeenImpact {
+    /// The claims policies read, as this instance remembers them (never whole tokens).
+    #[schema(value_type = Object)]
+    pub claims: Arc<Claims>,
+    pub last_seen: DateTime<Utc>,
+    pub gained: Vec<String>,
+    pub lost: Vec<String>,
+}
+
+/// How many claim sets (given and seen) gain and lose one tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ToolTotals {
+    pub gained: usize,
+    pub lost: usize,
+}
+
+/// The answer of an impact preview.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ImpactReport {
+    /// The revision the change was previewed against (an `If-Match` of the write names it).
+    pub revision: u64,
+    /// The claim sets given, in order, each with its difference (possibly none).
+    pub claims_sets: Vec<ClaimSetImpact>,
+    /// The claim sets served recently whose manifest the change would change.
+    pub seen: Vec<SeenImpact>,
+    pub totals: BTreeMap<String, ToolTotals>,
+    /// What to keep in mind reading `seen`: claims the changed policies read that remembered
+    /// claim sets cannot hold.
+    pub warnings: Vec<String>,
+}
+
+/// Previews `proposal` for `claim_sets` and the claim sets `manifests` served recently.
+pub async fn preview(
+    catalog: &CatalogService,
+    manifests: &Manifests,
+    metrics: &Metrics,
+    request: ImpactRequest<'_>,
+) -> Result<ImpactReport, CommandError> {
+    let started = Instant::now();
+    let result = run(catalog, manifests, request).await;
+    let outcome = if result.is_ok() { "ok" } else { "refused" };
+    metrics.impact(outcome, started.elapsed());
+    result
+}
+
+/// Who asks, on which condition, for which change and claim sets.
+pub struct ImpactRequest<'r> {
+    pub actor: &'r Actor,
+    pub precondition: &'r Precondition,
+    pub proposal: Proposal,
+    pub claim_sets: Vec<Claims>,
+}
+
+async fn run(
+    catalog: &CatalogService,
+    manifests: &Manifests,
+    request: ImpactRequest<'_>,
+) -> Result<ImpactReport, CommandError> {
+    let ImpactRequest {
+        actor,
+        precondition,
+        proposal,
+        claim_sets,
+    } = request;
+    let stamp = Stamp {
+        at: Utc::now(),
+        by: actor.subject.clone(),
+    };
+    let (before, after) = match proposal {
+        Proposal::Catalog(document) => {
+            catalog
+                .preview(None, precondition, |current| {
+                    apply_replace(current, &document, &stamp).map(drop)
+                })
+                .await?
+        }
+        Proposal::Change { kind, id, op } => {
+            let change = Change {
+                catalog,
+                precondition,
+                id: &id,
+                op,
+                stamp: &stamp,
+            };
+            match kind {
+                EntityKind::Sources => change.preview::<Source>().await?,
+                EntityKind::Tools => change.preview::<Tool>().await?,
+                EntityKind::Labels => change.preview::<Label>().await?,
+                EntityKind::Groups => change.preview::<ToolGroup>().await?,
+                EntityKind::Policies => change.preview::<AccessPolicy>().await?,
+                EntityKind::Catalog => {
+                    return Err(invalid("change.collection", "not an entity collection").into());
+                }
+            }
+        }
+    };
+    let seen = manifests.seen().recent(Utc::now(), before.read_paths());
+    let given: Vec<Arc<Claims>> = claim_sets.into_iter().map(Arc::new).collect();
+    let compared = {
+        let (before, after) = (Arc::clone(&before), Arc::clone(&after));
+        let all: Vec<Arc<Claims>> = given
+            .iter()
+            .cloned()
+            .chain(seen.iter().map(|s| Arc::clone(&s.claims)))
+            .collect();
+        tokio::task::spawn_blocking(move || compare_all(&before, &after, &all))
+            .await
+            .map_err(|error| WriteError::Internal(format!("comparing manifests failed: {error}")))?
+    };
+    let (for_given, for_seen) = compared.split_at(given.len());
+    let mut report = ImpactReport {
+        revision: before.revision(),
+        claims_sets: Vec::with_capacity(given.len()),
+        seen: Vec::new(),
+        totals: BTreeMap::new(),
+        warnings: unremembered(&before, &after),
+    };
+    for (claims, difference) in given.into_iter().zip(for_given) {
+        count(&mut report.totals, difference);
+        report.claims_sets.push(ClaimSetImpact {
+            claims,
+            gained: difference.gained.clone(),
+            lost: difference.lost.clone(),
+        });
+    }
+    for (seen, difference) in seen.into_iter().zip(for_seen) {
+        if difference.is_empty() {
+            continue;
+        }
+        count(&mut report.totals, difference);
+        report.seen.push(SeenImpact {
+            claims: seen.claims,
+            last_seen: seen.last_seen,
+            gained: difference.gained.clone(),
+            lost: difference.lost.clone(),
+        });
+    }
+    Ok(report)
+}
+
+/// A warning naming the claims `after`'s policies read and `before`'s do not: remembered claim
+/// sets were projected onto `before`'s, so they lack these (absent, hence fewer tools).
+fn unremembered(before: &Snapshot, after: &Snapshot) -> Vec<String> {
+    let new: Vec<String> = after
+        .read_paths()
+        .iter()
+        .filter(|path| !before.read_paths().contains(path))
+        .map(|path| format!("'{}'", path.segments().join(".")))
+        .collect();
+    if new.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "the change makes policies read claims that remembered claim sets (seen) do not hold: {}; \
+         they count as absent for those, so seen may show losses that whole tokens would not \
+         have (name such claims in claims_sets to evaluate them)",
+        new.join(", ")
+    )]
+}
+
+fn compare_all(before: &Snapshot, after: &Snapshot, all: &[Arc<Claims>]) -> Vec<Difference> {
+    let claims: Vec<&Claims> = all.iter().map(|c| &**c).collect();
+    compare(before, after, &claims)
+}
+
+fn count(totals: &mut BTreeMap<String, ToolTotals>, difference: &Difference) {
+    for tool in &difference.gained {
+        totals.entry(tool.clone()).or_default().gained += 1;
+    }
+    for tool in &difference.lost {
+        totals.entry(tool.clone()).or_default().lost += 1;
+    }
+}
+
+/// One entity change to preview.
+struct Change<'c> {
+    catalog: &'c CatalogService,
+    precondition: &'c Precondition,
+    id: &'c str,
+    op: ChangeOp,
+    stamp: &'c Stamp,
+}
+
+impl Change<'_> {
+    /// The current snapshot and the one the change would give, fetching what it imports as
+    /// the write would (a source whose document changes).
+    async fn preview<E: CatalogEntity>(
+        self,
+    ) -> Result<(Arc<Snapshot>, Arc<Snapshot>), CommandError> {
+        let Change {
+            catalog,
+            precondition,
+            id,
+            op,
+            stamp,
+        } = self;
+        catalog.check(precondition).await?;
+        let current = E::all(catalog.snapshot().catalog())
+            .iter()
+            .find(|e| e.id() == id)
+            .cloned();
+        let focus = Focus {
+            kind: E::KIND,
+            id: id.to_owned(),
+        };
+        match (op, current) {
+            (ChangeOp::Delete, _) => Ok(catalog
+                .preview(Some(&focus), precondition, |c| {
+                    apply_delete::<E>(c, id).map(drop)
+                })
+                .await?),
+            (ChangeOp::Put(body), None) => {
+                let mut entity: E = entity_from(body)?;
+                if entity.id().is_empty() {
+                    entity.set_id(id.to_owned());
+                }
+                if entity.id() != id {
+                    return Err(invalid("change.body.id", "differs from change.id").into());
+                }
+                let masks = entity.keep_stored_secrets(None);
+                if !masks.is_empty() {
+                    return Err(WriteError::Invalid(masks).into());
+                }
+                let imported = entity.import_on_create().await?;
+                Ok(catalog
+                    .preview(Some(&focus), precondition, |c| {
+                        apply_create(c, &entity, imported.as_ref(), stamp).map(drop)
+                    })
+                    .await?)
+            }
+            (ChangeOp::Put(body), Some(before)) => {
+                let edit = Edit::Replace(entity_from::<E>(body)?);
+                update(catalog, precondition, &focus, edit, &before, stamp).await
+            }
+            (ChangeOp::Patch(patch), Some(before)) => {
+                let edit = Edit::Patch(patch);
+                update(catalog, precondition, &focus, edit, &before, stamp).await
+            }
+            (ChangeOp::Patch(_), None) => Err(WriteError::NotFound {
+                kind: E::NOUN,
+                id: id.to_owned(),
+            }
+            .into()),
+        }
+    }
+}
+
+/// The snapshots of an update of `before` by `edit`, with what the new version imports.
+async fn update<E: CatalogEntity>(
+    catalog: &CatalogService,
+    precondition: &Precondition,
+    focus: &Focus,
+    edit: Edit<E>,
+    before: &E,
+    stamp: &Stamp,
+) -> Result<(Arc<Snapshot>, Arc<Snapshot>), CommandError> {
+    let mut next = edit.apply(before)?;
+    let imported = if next.keep_stored_secrets(Some(before)).is_empty() {
+        next.import_on_update(before).await?
+    } else {
+        None
+    };
+    Ok(catalog
+        .preview(Some(focus), precondition, |c| {
+            apply_update(c, &focus.id, &edit, imported.as_ref(), stamp).map(drop)
+        })
+        .await?)
+}
+
+/// A change's body as the entity, with errors at their field under `change.body`.
+fn entity_from<E: CatalogEntity>(mut body: Value) -> Result<E, WriteError> {
+    E::prepare_body(&mut body).map_err(|errors| {
+        WriteError::Invalid(
+            errors
+                .into_iter()
+                .map(|mut error| {
+                    error.field = under_body(&error.field);
+                    error
+                })
+                .collect(),
+        )
+    })?;
+    serde_path_to_error::deserialize(body).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." {
+            "change.body".to_owned()
+        } else {
+            under_body(&path)
+        };
+        invalid(&field, &error.into_inner().to_string())
+    })
+}
+
+fn under_body(field: &str) -> String {
+    if field.is_empty() {
+        "change.body".to_owned()
+    } else {
+        format!("change.body.{field}")
+    }
+}
+
+fn invalid(field: &str, message: &str) -> WriteError {
+    WriteError::Invalid(vec![FieldError {
+        field: field.to_owned(),
+        message: message.to_owned(),
+        kind: ErrorKind::Invalid,
+    }])
+}
