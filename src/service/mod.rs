@@ -1,7 +1,8 @@
 //! The application layer between the HTTP adapter and the domain: catalog writes and the
-//! current snapshot.
+//! current snapshot, manifests, and decisions about single tools.
 
 pub mod catalog;
+pub mod decisions;
 mod diff;
 pub mod follow;
 pub mod ingest;
@@ -12,6 +13,7 @@ pub mod refresh_log;
 pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use decisions::Decisions;
 pub use follow::follow;
 pub use ingest::{RefreshError, refresh_source};
 pub use manifests::Manifests;
