@@ -7,7 +7,7 @@ use std::sync::Weak;
 
 use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Manifests};
+use crate::service::{CatalogService, Decisions, Manifests};
 use crate::stream::StreamHub;
 use crate::stream::frame::EventKind;
 use crate::telemetry::{Metrics, Reading, ReadingKind};
@@ -15,6 +15,7 @@ use crate::telemetry::{Metrics, Reading, ReadingKind};
 /// The parts of a running gateway whose own counters are observed.
 pub struct Observed {
     pub manifests: Weak<Manifests>,
+    pub decisions: Weak<Decisions>,
     pub hub: Weak<StreamHub>,
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
@@ -32,6 +33,7 @@ fn read<T>(part: &Weak<T>, readings: impl Fn(&T) -> Vec<Reading>) -> Vec<Reading
 pub fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
         manifests,
+        decisions,
         hub,
         catalog,
         redis,
@@ -45,6 +47,27 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         move || {
             read(&manifests, |manifests| {
                 let (hits, misses) = manifests.cache().stats();
+                vec![
+                    Reading {
+                        value: hits,
+                        label: Some(("result", "hit")),
+                    },
+                    Reading {
+                        value: misses,
+                        label: Some(("result", "miss")),
+                    },
+                ]
+            })
+        },
+    );
+    metrics.observe(
+        Counter,
+        "toolgate.decision_cache.lookups",
+        "Lookups in this instance's cache of claim evaluations for decisions (one per \
+         distinct subject and context of a request; a miss evaluates the claims)",
+        move || {
+            read(&decisions, |decisions| {
+                let (hits, misses) = decisions.cache().stats();
                 vec![
                     Reading {
                         value: hits,
