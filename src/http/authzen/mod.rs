@@ -15,6 +15,7 @@
 //! the reply ([`reply`]). Every decision request takes one request from the subject's
 //! `decisions` budget, a batch included.
 
+mod fields;
 mod page;
 pub mod reply;
 pub mod request;
