@@ -97,7 +97,7 @@ pub(super) fn text(
 }
 
 /// The top-level object of a body.
-pub(super) fn body_object<'v>(body: &'v Value) -> Result<&'v Map<String, Value>, ApiError> {
+pub(super) fn body_object(body: &Value) -> Result<&Map<String, Value>, ApiError> {
     let mut problems = Problems::default();
     let map = object(body, "", &mut problems);
     match map {
