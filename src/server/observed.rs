@@ -29,6 +29,20 @@ fn read<T>(part: &Weak<T>, readings: impl Fn(&T) -> Vec<Reading>) -> Vec<Reading
         .unwrap_or_default()
 }
 
+/// A cache's `(hits, misses)` as readings labelled `result`.
+fn lookups((hits, misses): (u64, u64)) -> Vec<Reading> {
+    vec![
+        Reading {
+            value: hits,
+            label: Some(("result", "hit")),
+        },
+        Reading {
+            value: misses,
+            label: Some(("result", "miss")),
+        },
+    ]
+}
+
 /// Registers every value of `gateway` with `metrics`.
 pub fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
@@ -44,42 +58,14 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         Counter,
         "toolgate.manifest_cache.lookups",
         "Lookups in this instance's cache of rendered manifests",
-        move || {
-            read(&manifests, |manifests| {
-                let (hits, misses) = manifests.cache().stats();
-                vec![
-                    Reading {
-                        value: hits,
-                        label: Some(("result", "hit")),
-                    },
-                    Reading {
-                        value: misses,
-                        label: Some(("result", "miss")),
-                    },
-                ]
-            })
-        },
+        move || read(&manifests, |manifests| lookups(manifests.cache().stats())),
     );
     metrics.observe(
         Counter,
         "toolgate.decision_cache.lookups",
         "Lookups in this instance's cache of claim evaluations for decisions (one per \
          distinct subject and context of a request; a miss evaluates the claims)",
-        move || {
-            read(&decisions, |decisions| {
-                let (hits, misses) = decisions.cache().stats();
-                vec![
-                    Reading {
-                        value: hits,
-                        label: Some(("result", "hit")),
-                    },
-                    Reading {
-                        value: misses,
-                        label: Some(("result", "miss")),
-                    },
-                ]
-            })
-        },
+        move || read(&decisions, |decisions| lookups(decisions.cache().stats())),
     );
     let subscribers = hub.clone();
     metrics.observe(

@@ -77,17 +77,7 @@ async fn evaluation(
     let started = Instant::now();
     state.limit(RouteClass::Decisions, &agent)?;
     let parts = request::single(&body)?;
-    let complete = request::complete_single(&parts)?;
-    let (mut answers, revision) = decide(&state, &agent, &[complete], Semantic::ExecuteAll)?;
-    let answer = answers.pop().ok_or_else(|| {
-        ApiError::Internal("the decision service answered no question".to_owned())
-    })?;
-    record(
-        &state,
-        DECISION_ENDPOINTS[0],
-        std::slice::from_ref(&answer),
-        started,
-    );
+    let (answer, revision) = decide_one(&state, &agent, &parts, DECISION_ENDPOINTS[0], started)?;
     let status = match state.authz_deny_status {
         Some(status) if !answer.permitted => status,
         _ => StatusCode::OK,
@@ -95,6 +85,23 @@ async fn evaluation(
     Ok(no_store(
         (status, Json(Decision::new(answer, revision))).into_response(),
     ))
+}
+
+/// The one evaluation `parts` make, answered and counted at `endpoint`; and the revision.
+fn decide_one(
+    state: &AppState,
+    agent: &Agent,
+    parts: &request::Parts,
+    endpoint: &'static str,
+    started: Instant,
+) -> Result<(Answer, u64), ApiError> {
+    let complete = request::complete_single(parts)?;
+    let (mut answers, revision) = decide(state, agent, &[complete], Semantic::ExecuteAll)?;
+    let answer = answers.pop().ok_or_else(|| {
+        ApiError::Internal("the decision service answered no question".to_owned())
+    })?;
+    record(state, endpoint, std::slice::from_ref(&answer), started);
+    Ok((answer, revision))
 }
 
 /// `POST /access/v1/evaluations`. Without `evaluations` (or with an empty list), the request is
@@ -108,17 +115,13 @@ async fn evaluations(
     state.limit(RouteClass::Decisions, &agent)?;
     let batch = request::batch(&body)?;
     if batch.items.is_empty() {
-        let complete = request::complete_single(&batch.defaults)?;
-        let (mut answers, revision) = decide(&state, &agent, &[complete], Semantic::ExecuteAll)?;
-        let answer = answers.pop().ok_or_else(|| {
-            ApiError::Internal("the decision service answered no question".to_owned())
-        })?;
-        record(
+        let (answer, revision) = decide_one(
             &state,
+            &agent,
+            &batch.defaults,
             DECISION_ENDPOINTS[1],
-            std::slice::from_ref(&answer),
             started,
-        );
+        )?;
         return Ok(no_store(
             Json(Decision::new(answer, revision)).into_response(),
         ));
