@@ -37,6 +37,7 @@ async fn limited_gateway() -> (Gateway, tempfile::TempDir) {
         agent_reads: budget,
         streams: budget,
         admin_writes: budget,
+        decisions: budget,
     };
     let gateway = Gateway::start_with(config).await;
     (gateway, dir)

@@ -17,6 +17,10 @@ const ROUTES: &[(&str, &[&str])] = &[
     ("/agents/tools/stream", &["get"]),
     ("/agents/stream", &["get"]),
     ("/api/agents/stream", &["get"]),
+    ("/access/v1/evaluation", &["post"]),
+    ("/access/v1/evaluations", &["post"]),
+    ("/access/v1/search/resource", &["post"]),
+    ("/.well-known/authzen-configuration", &["get"]),
     ("/admin/sources", &["get", "post"]),
     ("/admin/sources/{id}", &["get", "put", "patch", "delete"]),
     ("/admin/tools", &["get", "post"]),
@@ -42,7 +46,13 @@ const ROUTES: &[(&str, &[&str])] = &[
 ];
 
 /// The routes that need no token.
-const OPEN: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/openapi.json"];
+const OPEN: [&str; 5] = [
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+    "/.well-known/authzen-configuration",
+];
 
 const HTTP_METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -457,6 +467,61 @@ async fn real_responses_fit_their_documented_schemas() {
         ),
         ("/healthz", Method::GET, "/healthz", None, 200),
         ("/readyz", Method::GET, "/readyz", None, 200),
+        (
+            "/access/v1/evaluation",
+            Method::POST,
+            "/access/v1/evaluation",
+            Some(
+                json!({"subject": {"type": "agent", "id": "x", "properties": {"claims": {"roles": ["staff"]}}},
+                        "action": {"name": "call"}, "resource": {"type": "tool", "id": "billing:list_invoices"},
+                        "context": {"state": "s", "group": ["g-all"]}}),
+            ),
+            200,
+        ),
+        (
+            "/access/v1/evaluation",
+            Method::POST,
+            "/access/v1/evaluation",
+            Some(json!({"action": {"name": "call"}, "resource": {"type": "tool"}})),
+            400,
+        ),
+        (
+            "/access/v1/evaluations",
+            Method::POST,
+            "/access/v1/evaluations",
+            Some(
+                json!({"subject": {"type": "agent", "id": "x", "properties": {"claims": {"roles": ["staff"]}}},
+                        "action": {"name": "call"},
+                        "options": {"evaluations_semantic": "execute_all"},
+                        "evaluations": [{"resource": {"type": "tool", "id": "billing:refund"}},
+                                        {"resource": {"type": "tool", "id": "nope"}}]}),
+            ),
+            200,
+        ),
+        (
+            "/access/v1/evaluations",
+            Method::POST,
+            "/access/v1/evaluations",
+            Some(json!({"action": {"name": "call"}, "resource": {"type": "tool", "id": "nope"}})),
+            200,
+        ),
+        (
+            "/access/v1/search/resource",
+            Method::POST,
+            "/access/v1/search/resource",
+            Some(
+                json!({"subject": {"type": "agent", "id": "x", "properties": {"claims": {"roles": ["staff"]}}},
+                        "action": {"name": "call"}, "resource": {"type": "tool"}, "page": {"limit": 1}}),
+            ),
+            200,
+        ),
+        (
+            "/.well-known/authzen-configuration",
+            Method::GET,
+            "/.well-known/authzen-configuration",
+            None,
+            200,
+        ),
     ];
     for (template, method, path, body, status) in checks {
         check(&gateway, &document, template, method, path, body, status).await;

@@ -21,10 +21,7 @@ SECONDS_PER_ROUND=${1:-10}
 CONNECTIONS=${2:-64}
 THREADS=2
 
-if ! command -v wrk >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq wrk >/dev/null
-fi
+ensure_wrk
 ulimit -n 65536 2>/dev/null || true
 
 cargo build --release --locked --features bench-routes --quiet
@@ -90,14 +87,7 @@ run() { # $1 = label, $2 = path, $3 = auth header or empty
   local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency)
   [ -n "$3" ] && args+=(-H "$3")
   wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
-  if grep -q "Non-2xx" "$WORK/$1.txt"; then
-    echo "$1: some responses were not 2xx/3xx:" >&2; cat "$WORK/$1.txt" >&2; exit 1
-  fi
-  local rps p50 p99
-  rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/$1.txt")
-  p50=$(awk '$1=="50%" {print $2}' "$WORK/$1.txt")
-  p99=$(awk '$1=="99%" {print $2}' "$WORK/$1.txt")
-  echo "$1 $rps $p50 $p99"
+  wrk_row "$1" "$WORK/$1.txt"
 }
 
 echo "manifest: $TOOLS tools, $BYTES bytes; $CONNECTIONS connections, $THREADS wrk threads, ${SECONDS_PER_ROUND}s rounds"

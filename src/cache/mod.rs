@@ -63,32 +63,38 @@ pub struct RenderedManifest {
     pub denied: bool,
 }
 
-#[derive(Default)]
-struct Entries {
+struct Entries<V> {
     revision: u64,
-    map: HashMap<CacheKey, Arc<RenderedManifest>>,
+    map: HashMap<CacheKey, V>,
 }
 
-/// Bounded, revision-scoped cache of rendered manifests.
-pub struct ManifestCache {
-    entries: RwLock<Entries>,
+/// Bounded cache of values that each belong to exactly one revision (rendered manifests here,
+/// evaluations for decisions in [`crate::service::decisions`]).
+pub struct RevisionCache<V> {
+    entries: RwLock<Entries<V>>,
     capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
-impl ManifestCache {
-    pub fn new(capacity: usize) -> ManifestCache {
-        ManifestCache {
-            entries: RwLock::new(Entries::default()),
+/// Bounded, revision-scoped cache of rendered manifests.
+pub type ManifestCache = RevisionCache<Arc<RenderedManifest>>;
+
+impl<V: Clone> RevisionCache<V> {
+    pub fn new(capacity: usize) -> RevisionCache<V> {
+        RevisionCache {
+            entries: RwLock::new(Entries {
+                revision: 0,
+                map: HashMap::new(),
+            }),
             capacity: capacity.max(1),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
     }
 
-    /// The manifest for `key` if one was computed at exactly `revision`.
-    pub fn get(&self, key: &CacheKey, revision: u64) -> Option<Arc<RenderedManifest>> {
+    /// The value for `key` if one was computed at exactly `revision`.
+    pub fn get(&self, key: &CacheKey, revision: u64) -> Option<V> {
         let entries = self
             .entries
             .read()
@@ -105,21 +111,21 @@ impl ManifestCache {
         found
     }
 
-    /// Stores a manifest computed at `manifest.revision`. Entries of older revisions are
-    /// dropped; a manifest older than what the cache holds is not stored.
-    pub fn insert(&self, key: CacheKey, manifest: Arc<RenderedManifest>) {
+    /// Stores a value computed at `revision`. Entries of older revisions are dropped; a value
+    /// older than what the cache holds is not stored.
+    pub fn insert_at(&self, key: CacheKey, revision: u64, value: V) {
         let mut entries = self
             .entries
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if manifest.revision < entries.revision {
+        if revision < entries.revision {
             return;
         }
-        if manifest.revision > entries.revision || entries.map.len() >= self.capacity {
+        if revision > entries.revision || entries.map.len() >= self.capacity {
             entries.map.clear();
-            entries.revision = manifest.revision;
+            entries.revision = revision;
         }
-        entries.map.insert(key, manifest);
+        entries.map.insert(key, value);
     }
 
     pub fn len(&self) -> usize {
@@ -140,6 +146,13 @@ impl ManifestCache {
             self.hits.load(Ordering::Relaxed),
             self.misses.load(Ordering::Relaxed),
         )
+    }
+}
+
+impl ManifestCache {
+    /// Stores a manifest computed at `manifest.revision` (see [`RevisionCache::insert_at`]).
+    pub fn insert(&self, key: CacheKey, manifest: Arc<RenderedManifest>) {
+        self.insert_at(key, manifest.revision, manifest);
     }
 }
 

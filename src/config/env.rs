@@ -35,6 +35,7 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_IDLE_TIMEOUT_SECS",
     "TOOLGATE_HEADER_TIMEOUT_SECS",
     "TOOLGATE_MAX_CONNECTIONS",
+    "TOOLGATE_AUTHZ_DENY_STATUS",
     "TOOLGATE_LOG_FORMAT",
     "TOOLGATE_LOG_LEVEL",
     "TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC",
@@ -43,6 +44,8 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_RATE_LIMIT_STREAMS_BURST",
     "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_PER_SEC",
     "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_BURST",
+    "TOOLGATE_RATE_LIMIT_DECISIONS_PER_SEC",
+    "TOOLGATE_RATE_LIMIT_DECISIONS_BURST",
 ];
 
 /// The standard OpenTelemetry variables toolgate reads itself (the SDK reads the other
@@ -118,6 +121,13 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         idle_timeout_secs: positive("TOOLGATE_IDLE_TIMEOUT_SECS")?,
         header_timeout_secs: positive("TOOLGATE_HEADER_TIMEOUT_SECS")?,
         max_connections: positive("TOOLGATE_MAX_CONNECTIONS")?,
+        authz_deny_status: env
+            .get("TOOLGATE_AUTHZ_DENY_STATUS")
+            .map(|t| {
+                layer::integer("TOOLGATE_AUTHZ_DENY_STATUS", t)
+                    .and_then(|n| layer::deny_status("TOOLGATE_AUTHZ_DENY_STATUS", n))
+            })
+            .transpose()?,
         log_format: env
             .get("TOOLGATE_LOG_FORMAT")
             .map(|t| layer::log_format("TOOLGATE_LOG_FORMAT", t))
@@ -135,6 +145,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         agent_reads: budget("AGENT_READS")?,
         streams: budget("STREAMS")?,
         admin_writes: budget("ADMIN_WRITES")?,
+        decisions: budget("DECISIONS")?,
     })
 }
 

@@ -63,6 +63,7 @@ struct HttpSection {
     idle_timeout_secs: Option<u64>,
     header_timeout_secs: Option<u64>,
     max_connections: Option<u64>,
+    authz_deny_status: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -103,6 +104,8 @@ struct RateLimitsSection {
     streams_burst: Option<u64>,
     admin_writes_per_sec: Option<u64>,
     admin_writes_burst: Option<u64>,
+    decisions_per_sec: Option<u64>,
+    decisions_burst: Option<u64>,
 }
 
 /// Reads and checks the file at `path`.
@@ -173,6 +176,11 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         idle_timeout_secs: positive("http.idle_timeout_secs", file.http.idle_timeout_secs)?,
         header_timeout_secs: positive("http.header_timeout_secs", file.http.header_timeout_secs)?,
         max_connections: positive("http.max_connections", file.http.max_connections)?,
+        authz_deny_status: file
+            .http
+            .authz_deny_status
+            .map(|v| layer::deny_status(&named("http.authz_deny_status"), v))
+            .transpose()?,
         log_format: non_empty(file.log.format)
             .map(|text| layer::log_format(&named("log.format"), &text))
             .transpose()?,
@@ -196,6 +204,11 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             "admin_writes",
             limits.admin_writes_per_sec,
             limits.admin_writes_burst,
+        )?,
+        decisions: budget(
+            "decisions",
+            limits.decisions_per_sec,
+            limits.decisions_burst,
         )?,
     })
 }

@@ -38,6 +38,7 @@ pub(super) struct Layer {
     pub idle_timeout_secs: Option<u64>,
     pub header_timeout_secs: Option<u64>,
     pub max_connections: Option<u64>,
+    pub authz_deny_status: Option<u16>,
     pub log_format: Option<LogFormat>,
     pub log_level: Option<String>,
     pub otlp_endpoint: Option<String>,
@@ -46,6 +47,7 @@ pub(super) struct Layer {
     pub agent_reads: BudgetLayer,
     pub streams: BudgetLayer,
     pub admin_writes: BudgetLayer,
+    pub decisions: BudgetLayer,
 }
 
 /// One rate-limit class as one source gives it; `per_second` 0 means "not limited".
@@ -92,6 +94,7 @@ impl Layer {
             idle_timeout_secs: higher.idle_timeout_secs.or(self.idle_timeout_secs),
             header_timeout_secs: higher.header_timeout_secs.or(self.header_timeout_secs),
             max_connections: higher.max_connections.or(self.max_connections),
+            authz_deny_status: higher.authz_deny_status.or(self.authz_deny_status),
             log_format: higher.log_format.or(self.log_format),
             log_level: higher.log_level.or(self.log_level),
             otlp_endpoint: higher.otlp_endpoint.or(self.otlp_endpoint),
@@ -100,6 +103,7 @@ impl Layer {
             agent_reads: self.agent_reads.overlaid_by(higher.agent_reads),
             streams: self.streams.overlaid_by(higher.streams),
             admin_writes: self.admin_writes.overlaid_by(higher.admin_writes),
+            decisions: self.decisions.overlaid_by(higher.decisions),
         }
     }
 }
@@ -146,6 +150,21 @@ pub(super) fn integer(setting: &str, text: &str) -> Result<u64, ConfigError> {
             format!("'{text}' is not a whole number; expected e.g. 30"),
         )
     })
+}
+
+/// The status of a denied single decision when it should not be 200: a client error (4xx),
+/// which every proxy's external-authorization mode reads as "deny".
+pub(super) fn deny_status(setting: &str, value: u64) -> Result<u16, ConfigError> {
+    match u16::try_from(value) {
+        Ok(status @ 400..=499) => Ok(status),
+        _ => Err(ConfigError::invalid(
+            setting,
+            format!(
+                "{value} is not a client-error status; expected 400 to 499, e.g. 403 (unset, a \
+                 deny is 200 with \"decision\": false)"
+            ),
+        )),
+    }
 }
 
 /// A rate: requests per second, 0 for "not limited", at most `u32::MAX`.

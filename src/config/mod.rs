@@ -145,6 +145,10 @@ pub struct Settings {
     pub header_timeout: Duration,
     /// Connections open at once; `None`: derived from the open-file limit at start.
     pub max_connections: Option<usize>,
+    /// The status of a denied single AuthZEN evaluation (`POST /access/v1/evaluation`), for
+    /// proxies whose external authorization treats any 2xx as allow; `None`: 200, as AuthZEN
+    /// says. Always a 4xx.
+    pub authz_deny_status: Option<u16>,
     /// Text or JSON log lines.
     pub log_format: LogFormat,
     /// `tracing` filter directives, already checked (e.g. `info`, `toolgate=debug,info`).
@@ -264,6 +268,7 @@ impl Settings {
                     .unwrap_or(DEFAULT_HEADER_TIMEOUT_SECS),
             ),
             max_connections: layer.max_connections.map(saturating_usize),
+            authz_deny_status: layer.authz_deny_status,
             log_format: layer.log_format.unwrap_or_default(),
             log_level: layer
                 .log_level
@@ -277,6 +282,7 @@ impl Settings {
                 agent_reads: budget(layer.agent_reads, defaults.agent_reads),
                 streams: budget(layer.streams, defaults.streams),
                 admin_writes: budget(layer.admin_writes, defaults.admin_writes),
+                decisions: budget(layer.decisions, defaults.decisions),
             },
             warnings,
         }

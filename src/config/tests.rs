@@ -77,6 +77,7 @@ fn rate_limits_come_from_file_and_environment_and_zero_turns_one_off() {
         agent_reads_burst = 9
         streams_per_sec = 0
         admin_writes_burst = 3
+        decisions_per_sec = 50
         "#,
     );
     let settings = load(
@@ -91,6 +92,10 @@ fn rate_limits_come_from_file_and_environment_and_zero_turns_one_off() {
         limits.admin_writes,
         Budget::new(crate::http::limit::DEFAULT_ADMIN_WRITES.per_second.get(), 3),
         "the default rate with the burst given"
+    );
+    assert_eq!(
+        limits.decisions,
+        Budget::new(50, crate::http::limit::DEFAULT_DECISIONS.burst.get())
     );
 
     let cases: &[(&str, &[Pair], &str)] = &[
@@ -125,6 +130,38 @@ streams_burst = 0
         .expect_err("zero burst")
         .to_string();
     assert!(text.starts_with("rate_limits.streams_burst in "), "{text}");
+}
+
+#[test]
+fn the_authz_deny_status_is_a_client_error_from_file_or_environment() {
+    let defaults = load(&Overrides::default(), &env(&[])).expect("defaults load");
+    assert_eq!(defaults.authz_deny_status, None, "a deny is 200 by default");
+    let (_dir, path) = toml_file("[http]\nauthz_deny_status = 401\n");
+    let from_file = load(&with_config(&path), &env(&[])).expect("loads");
+    assert_eq!(from_file.authz_deny_status, Some(401));
+    let from_env = load(
+        &with_config(&path),
+        &env(&[("TOOLGATE_AUTHZ_DENY_STATUS", "403")]),
+    )
+    .expect("loads");
+    assert_eq!(from_env.authz_deny_status, Some(403), "env beats file");
+    for bad in ["200", "302", "500", "70000", "forbidden"] {
+        let text = load(
+            &Overrides::default(),
+            &env(&[("TOOLGATE_AUTHZ_DENY_STATUS", bad)]),
+        )
+        .expect_err(bad)
+        .to_string();
+        assert!(
+            text.starts_with("TOOLGATE_AUTHZ_DENY_STATUS"),
+            "{bad}: {text}"
+        );
+    }
+    let (_dir, path) = toml_file("[http]\nauthz_deny_status = 204\n");
+    let text = load(&with_config(&path), &env(&[]))
+        .expect_err("a success status")
+        .to_string();
+    assert!(text.starts_with("http.authz_deny_status in "), "{text}");
 }
 
 #[test]

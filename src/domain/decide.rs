@@ -135,6 +135,21 @@ impl Snapshot {
         decision: &Decision,
         options: &ManifestOptions,
     ) -> Manifest<'_> {
+        let (listed, warnings) = self.listed(decision, options);
+        let entries = self.entries(&listed, &decision.granted_groups);
+        let mut manifest = Manifest::new(self, entries, warnings, options.include_disabled);
+        manifest.denied = decision.granted_groups.is_empty();
+        manifest
+    }
+
+    /// The tools a manifest lists for `decision` under `options` (steps 2 and 3 of SEMANTICS.md
+    /// section 6), and its warnings: what both the manifest and a decision about one tool
+    /// ([`super::verdict`]) are built from, so that they cannot disagree.
+    pub(super) fn listed(
+        &self,
+        decision: &Decision,
+        options: &ManifestOptions,
+    ) -> (FixedBitSet, Vec<String>) {
         let mut result = decision.granted.clone();
         if !options.include_disabled {
             result.intersect_with(&self.visible);
@@ -152,15 +167,17 @@ impl Snapshot {
         if let Some(names) = &options.tools {
             self.narrow_by_tool_names(&mut result, names);
         }
-        let entries = self.entries(&result, &decision.granted_groups);
-        let mut manifest = Manifest::new(self, entries, warnings, options.include_disabled);
-        manifest.denied = decision.granted_groups.is_empty();
-        manifest
+        (result, warnings)
     }
 
     /// `group=`: members of the listed granted groups only. Never widens: only groups that
     /// were granted count, and the result is intersected with what was already there.
-    fn narrow_by_groups(&self, result: &mut FixedBitSet, wanted: &[String], granted: &[u32]) {
+    pub(super) fn narrow_by_groups(
+        &self,
+        result: &mut FixedBitSet,
+        wanted: &[String],
+        granted: &[u32],
+    ) {
         if wanted.iter().any(|item| item == "*") {
             return;
         }
@@ -178,7 +195,7 @@ impl Snapshot {
     }
 
     /// `state=`: tools without `available_in_states`, or listing the state or `*`.
-    fn narrow_by_state(&self, result: &mut FixedBitSet, state: &str) {
+    pub(super) fn narrow_by_state(&self, result: &mut FixedBitSet, state: &str) {
         let unavailable: Vec<usize> = result
             .ones()
             .filter(|&t| {

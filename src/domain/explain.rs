@@ -304,25 +304,7 @@ impl Snapshot {
                 let (priority, deciding_policy) =
                     deciding.expect("a covered tool has a deciding policy");
                 let tool = &self.tools[t];
-                let source_enabled = self
-                    .catalog
-                    .sources
-                    .iter()
-                    .find(|s| s.id == self.catalog.tools[tool.catalog_position].source_id)
-                    .map(|s| s.enabled);
                 let [granted_, denied_] = DECISIONS;
-                let [disabled, deprecated, source_missing, source_disabled] = HIDDEN_BECAUSE;
-                let hidden_because = if !tool.enabled {
-                    Some(disabled)
-                } else if tool.deprecated {
-                    Some(deprecated)
-                } else {
-                    match source_enabled {
-                        None => Some(source_missing),
-                        Some(false) => Some(source_disabled),
-                        Some(true) => None,
-                    }
-                };
                 ToolExplanation {
                     tool_id: tool.id.clone(),
                     decision: if denied { denied_ } else { granted_ },
@@ -330,10 +312,34 @@ impl Snapshot {
                     deciding_policy,
                     groups,
                     visible: self.visible.contains(t),
-                    hidden_because,
+                    hidden_because: self.hidden_because(t),
                     in_manifest: manifest.groups_of(&tool.id).is_some(),
                 }
             })
             .collect()
+    }
+
+    /// Why tool `t` is not visible to agents (one of [`HIDDEN_BECAUSE`], in that order of
+    /// precedence), or `None` when it is.
+    pub(super) fn hidden_because(&self, t: usize) -> Option<&'static str> {
+        let tool = &self.tools[t];
+        let source_enabled = self
+            .catalog
+            .sources
+            .iter()
+            .find(|s| s.id == self.catalog.tools[tool.catalog_position].source_id)
+            .map(|s| s.enabled);
+        let [disabled, deprecated, source_missing, source_disabled] = HIDDEN_BECAUSE;
+        if !tool.enabled {
+            Some(disabled)
+        } else if tool.deprecated {
+            Some(deprecated)
+        } else {
+            match source_enabled {
+                None => Some(source_missing),
+                Some(false) => Some(source_disabled),
+                Some(true) => None,
+            }
+        }
     }
 }

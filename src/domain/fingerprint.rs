@@ -61,6 +61,16 @@ impl Fingerprint {
         Fingerprint(*hasher.finalize().as_bytes())
     }
 
+    /// The key of a whole JSON value, in the same canonical encoding (object keys sorted at
+    /// every depth): equal values get equal keys whatever their key order. Never equal to a
+    /// projection's key (the encodings differ from the first byte).
+    pub fn of_value(value: &Value) -> Fingerprint {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(b"value");
+        feed_value(&mut hasher, value);
+        Fingerprint(*hasher.finalize().as_bytes())
+    }
+
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -154,6 +164,19 @@ mod tests {
         let b = json!({"realm_access": {"x": 2, "roles": ["r"]}, "roles": ["x"],
                        "sub": "b", "exp": 99, "nbf": 5, "sid": "s", "nonce": "n"});
         assert_eq!(key(a, &read), key(b, &read));
+    }
+
+    #[test]
+    fn a_value_key_ignores_key_order_and_nothing_else() {
+        let a = json!({"subject": {"id": "x", "type": "agent"}, "n": [1, 2]});
+        let b = json!({"n": [1, 2], "subject": {"type": "agent", "id": "x"}});
+        assert_eq!(Fingerprint::of_value(&a), Fingerprint::of_value(&b));
+        let c = json!({"n": [2, 1], "subject": {"type": "agent", "id": "x"}});
+        assert_ne!(Fingerprint::of_value(&a), Fingerprint::of_value(&c));
+        assert_ne!(
+            Fingerprint::of_value(&json!("1")),
+            Fingerprint::of_value(&json!(1))
+        );
     }
 
     #[test]

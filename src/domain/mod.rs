@@ -2,7 +2,8 @@
 //! which tools may an agent with these claims see — exactly as `spec/SEMANTICS.md` defines it.
 //!
 //! Flow: a [`model::Catalog`] is [`validate::validate`]d, then compiled once per revision into a
-//! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request.
+//! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request, and
+//! [`snapshot::Snapshot::evaluate`] each decision about single tools ([`verdict`]).
 
 pub mod access;
 pub mod claims;
@@ -24,4 +25,5 @@ pub mod snapshot;
 pub mod source_config;
 pub mod stamp;
 pub mod validate;
+pub mod verdict;
 pub mod workers;

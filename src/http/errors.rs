@@ -21,6 +21,9 @@ use crate::store::StoreError;
 pub enum ApiError {
     /// The body is not JSON at all (syntax), or a query parameter is malformed: 400.
     Malformed(String),
+    /// A body of the wrong shape where the protocol says 400, not 422 (AuthZEN: "a required
+    /// attribute omitted is a Bad Request"): 400 with field errors.
+    BadRequest(Vec<FieldError>),
     /// Well-formed but invalid content: 422 with field errors.
     Invalid(Vec<FieldError>),
     /// An id or name clash: 409, with field errors when there are some.
@@ -80,7 +83,9 @@ pub struct ProblemField<'a> {
 impl ApiError {
     fn status_and_type(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
-            ApiError::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed", "Malformed request"),
+            ApiError::Malformed(_) | ApiError::BadRequest(_) => {
+                (StatusCode::BAD_REQUEST, "malformed", "Malformed request")
+            }
             ApiError::Invalid(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "validation",
@@ -134,14 +139,18 @@ impl ApiError {
             | ApiError::PreconditionFailed(detail)
             | ApiError::Unavailable(detail)
             | ApiError::TooManyRequests { detail, .. } => detail.clone(),
-            ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
+            ApiError::Invalid(errors)
+            | ApiError::BadRequest(errors)
+            | ApiError::Conflict(_, errors)
+                if !errors.is_empty() =>
+            {
                 errors
                     .iter()
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ")
             }
-            ApiError::Invalid(_) => "the request is invalid".to_owned(),
+            ApiError::Invalid(_) | ApiError::BadRequest(_) => "the request is invalid".to_owned(),
             ApiError::Conflict(detail, _) => detail.clone(),
             ApiError::PayloadTooLarge(limit, hint) => {
                 let detail = format!("the request body is larger than the limit of {limit} bytes");
@@ -165,7 +174,11 @@ impl IntoResponse for ApiError {
             tracing::error!(%message, "internal error");
         }
         let errors = match &self {
-            ApiError::Invalid(errors) | ApiError::Conflict(_, errors) if !errors.is_empty() => {
+            ApiError::Invalid(errors)
+            | ApiError::BadRequest(errors)
+            | ApiError::Conflict(_, errors)
+                if !errors.is_empty() =>
+            {
                 Some(
                     errors
                         .iter()

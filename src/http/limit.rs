@@ -39,6 +39,8 @@ pub enum RouteClass {
     Streams,
     /// Every admin request other than `GET`/`HEAD`, `POST /admin/preview` included.
     AdminWrites,
+    /// The AuthZEN decision requests (`POST /access/v1/…`): a batch counts once.
+    Decisions,
 }
 
 impl RouteClass {
@@ -48,14 +50,16 @@ impl RouteClass {
             RouteClass::AgentReads => "agent_reads",
             RouteClass::Streams => "streams",
             RouteClass::AdminWrites => "admin_writes",
+            RouteClass::Decisions => "decisions",
         }
     }
 
     /// Every class, in the order the settings list them.
-    pub const ALL: [RouteClass; 3] = [
+    pub const ALL: [RouteClass; 4] = [
         RouteClass::AgentReads,
         RouteClass::Streams,
         RouteClass::AdminWrites,
+        RouteClass::Decisions,
     ];
 }
 
@@ -84,6 +88,7 @@ pub struct RateLimits {
     pub agent_reads: Option<Budget>,
     pub streams: Option<Budget>,
     pub admin_writes: Option<Budget>,
+    pub decisions: Option<Budget>,
 }
 
 /// 100 manifest reads per second per subject, bursts of 200: far above what an agent needs
@@ -96,6 +101,10 @@ pub const DEFAULT_STREAMS: Budget = budget(5, 50);
 /// 20 admin writes per second per subject, bursts of 100: scripts that make many changes in a
 /// row pass; bulk imports belong in `PUT /admin/catalog` (one request).
 pub const DEFAULT_ADMIN_WRITES: Budget = budget(20, 100);
+/// 1,000 decision requests per second per subject, bursts of 2,000: an executor usually asks
+/// with one identity of its own for every tool call of many agents (or forwards each agent's
+/// token, which then spends that agent's budget); the limit is there for a runaway loop.
+pub const DEFAULT_DECISIONS: Budget = budget(1000, 2000);
 
 const fn budget(per_second: u32, burst: u32) -> Budget {
     match Budget::new(per_second, burst) {
@@ -110,6 +119,7 @@ impl Default for RateLimits {
             agent_reads: Some(DEFAULT_AGENT_READS),
             streams: Some(DEFAULT_STREAMS),
             admin_writes: Some(DEFAULT_ADMIN_WRITES),
+            decisions: Some(DEFAULT_DECISIONS),
         }
     }
 }
@@ -120,6 +130,7 @@ impl RateLimits {
         agent_reads: None,
         streams: None,
         admin_writes: None,
+        decisions: None,
     };
 
     /// The budget of `class`.
@@ -128,6 +139,7 @@ impl RateLimits {
             RouteClass::AgentReads => self.agent_reads,
             RouteClass::Streams => self.streams,
             RouteClass::AdminWrites => self.admin_writes,
+            RouteClass::Decisions => self.decisions,
         }
     }
 }
@@ -168,6 +180,7 @@ pub struct Limiters {
     agent_reads: Option<Buckets>,
     streams: Option<Buckets>,
     admin_writes: Option<Buckets>,
+    decisions: Option<Buckets>,
 }
 
 impl Limiters {
@@ -185,6 +198,7 @@ impl Limiters {
             agent_reads: buckets(limits.agent_reads),
             streams: buckets(limits.streams),
             admin_writes: buckets(limits.admin_writes),
+            decisions: buckets(limits.decisions),
             clock,
         }
     }
@@ -194,6 +208,7 @@ impl Limiters {
             RouteClass::AgentReads => self.agent_reads.as_ref(),
             RouteClass::Streams => self.streams.as_ref(),
             RouteClass::AdminWrites => self.admin_writes.as_ref(),
+            RouteClass::Decisions => self.decisions.as_ref(),
         }
     }
 
@@ -264,6 +279,7 @@ mod tests {
             agent_reads: budget,
             streams: budget,
             admin_writes: budget,
+            decisions: budget,
         }
     }
 

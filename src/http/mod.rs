@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod authzen;
 #[cfg(feature = "bench-routes")]
 mod bench;
 pub mod errors;
@@ -34,7 +35,7 @@ use self::extract::Agent;
 use self::limit::{Limiters, RouteClass};
 use crate::auth::{AdminRule, Verifier};
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Commands, Manifests};
+use crate::service::{CatalogService, Commands, Decisions, Manifests};
 use crate::stream::StreamHub;
 use crate::telemetry::Metrics;
 
@@ -44,6 +45,10 @@ pub struct AppState {
     pub catalog: Arc<CatalogService>,
     /// The one resolver of manifests (and their caches).
     pub manifests: Arc<Manifests>,
+    /// Decisions about single tools, from the same evaluation as manifests.
+    pub decisions: Arc<Decisions>,
+    /// The status of a denied single AuthZEN evaluation; `None`: 200.
+    pub authz_deny_status: Option<axum::http::StatusCode>,
     pub verifier: Verifier,
     pub admin_rule: Arc<AdminRule>,
     /// Largest accepted request body, bytes.
@@ -84,6 +89,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
         .route("/api/agents/tools", get(agents::list_tools))
+        .merge(authzen::routes())
         .merge(admin::routes(&state));
     #[cfg(feature = "bench-routes")]
     let api = api.merge(bench::routes());
@@ -101,6 +107,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
         .merge(api)
         .merge(stream::routes())
         .merge(ops::routes())
+        .merge(authzen::open_routes())
         .fallback(ops::not_found)
         // After every route is in: it applies to the routes present when it is called.
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -8,6 +8,7 @@
 //! with each collection's list filters. The document is built and serialised once.
 
 mod admin_paths;
+mod authzen_paths;
 mod bodies;
 mod conditional;
 mod stream_paths;
@@ -67,7 +68,8 @@ const PROBLEMS: [(u16, &str, &str); 11] = [
     (
         400,
         "Malformed",
-        "The body is not JSON, or a query parameter is unknown or malformed.",
+        "The body is not JSON, or a query parameter is unknown or malformed; on the AuthZEN \
+         routes, also a body of the wrong shape (`errors` names each field).",
     ),
     (
         401,
@@ -106,7 +108,7 @@ const PROBLEMS: [(u16, &str, &str); 11] = [
         429,
         "TooManyRequests",
         "The subject (`sub`) spent its rate-limit budget for this class of routes (agent \
-         reads, stream opens, admin writes); `Retry-After` says when to try again.",
+         reads, stream opens, admin writes, decisions); `Retry-After` says when to try again.",
     ),
     (
         502,
@@ -141,7 +143,7 @@ pub fn document() -> OpenApi {
         .components(Some(components()))
         .security(Some([bearer()]))
         .tags(Some(
-            ["agents"]
+            ["agents", "decisions"]
                 .into_iter()
                 .chain(COLLECTIONS.iter().map(|c| c.kind.as_str()))
                 .chain(["preview", "catalog", "audit", "ops"])
@@ -170,6 +172,7 @@ fn components() -> Components {
     collect::<bodies::AuditPage>(&mut schemas);
     collect::<bodies::Health>(&mut schemas);
     collect::<bodies::Readiness>(&mut schemas);
+    authzen_paths::schemas(&mut schemas);
     for collection in COLLECTIONS {
         schemas.push((
             admin_paths::page_name(&collection),
@@ -245,6 +248,9 @@ fn paths() -> Paths {
         ("/api/agents/stream", "stream_agent_tools_via_api_alias"),
     ] {
         paths = paths.path(path, get(stream_paths::manifest_stream(id)));
+    }
+    for (path, item) in authzen_paths::paths() {
+        paths = paths.path(path, item);
     }
     for collection in COLLECTIONS {
         let (list_and_create, one) = admin_paths::collection_paths(&collection);

@@ -25,7 +25,9 @@ use crate::domain::model::Catalog;
 use crate::http::limit::{Limiters, RateLimits, RouteClass};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, CommandError, Commands, Manifests, RefreshLog, WriteError};
+use crate::service::{
+    CatalogService, CommandError, Commands, Decisions, Manifests, RefreshLog, WriteError,
+};
 use crate::store::CatalogStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::mongo::{CommitPathChoice, MongoStore};
@@ -96,6 +98,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
         rate_limits: settings.rate_limits,
+        authz_deny_status: settings.authz_deny_status,
         otlp: settings.otlp(),
         sse_queue_bytes: SSE_QUEUE_BYTES,
         redis_url: settings.redis_url.clone(),
@@ -187,6 +190,9 @@ pub struct ServerConfig {
     pub max_streams_per_subject: usize,
     /// Requests per subject and route class; more are refused with 429.
     pub rate_limits: RateLimits,
+    /// The status of a denied single AuthZEN evaluation; `None`: 200 (see
+    /// [`crate::config::Settings::authz_deny_status`]).
+    pub authz_deny_status: Option<u16>,
     /// Where this server's metrics are pushed besides `GET /metrics`; `None`: nowhere. (Traces
     /// are process-wide: `telemetry::init` exports them.)
     pub otlp: Option<OtlpSettings>,
@@ -230,6 +236,7 @@ impl ServerConfig {
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
             sse_queue_bytes: SSE_QUEUE_BYTES,
             rate_limits: RateLimits::default(),
+            authz_deny_status: None,
             otlp: None,
             redis_url: None,
             redis_secret: None,
@@ -263,6 +270,7 @@ pub async fn start(
         .await
         .context("setting up metrics")??;
     metrics.rate_limit_classes(&RouteClass::ALL.map(RouteClass::name));
+    metrics.decision_endpoints(&crate::http::authzen::DECISION_ENDPOINTS);
     let metrics = Arc::new(metrics);
     let store: Arc<dyn CatalogStore> = Arc::new(ObservedStore::new(store, Arc::clone(&metrics)));
     let redis = match &config.redis_url {
@@ -313,9 +321,18 @@ pub async fn start(
         Arc::clone(&manifests),
     );
     hub.spawn(&catalog);
+    let authz_deny_status = match config.authz_deny_status {
+        Some(status) => Some(
+            axum::http::StatusCode::from_u16(status)
+                .with_context(|| format!("the AuthZEN deny status {status}"))?,
+        ),
+        None => None,
+    };
     let state = AppState {
         catalog,
         manifests,
+        decisions: Arc::new(Decisions::new(config.cache_capacity)),
+        authz_deny_status,
         verifier,
         admin_rule: Arc::new(config.admin_rule),
         body_limit: config.body_limit,
@@ -331,6 +348,7 @@ pub async fn start(
         &metrics,
         observed::Observed {
             manifests: Arc::downgrade(&state.manifests),
+            decisions: Arc::downgrade(&state.decisions),
             hub: Arc::downgrade(&state.hub),
             catalog: Arc::downgrade(&state.catalog),
             redis: state.redis.as_ref().map(Arc::downgrade),

@@ -7,7 +7,7 @@ use std::sync::Weak;
 
 use crate::cache::redis::SharedCache;
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Manifests};
+use crate::service::{CatalogService, Decisions, Manifests};
 use crate::stream::StreamHub;
 use crate::stream::frame::EventKind;
 use crate::telemetry::{Metrics, Reading, ReadingKind};
@@ -15,6 +15,7 @@ use crate::telemetry::{Metrics, Reading, ReadingKind};
 /// The parts of a running gateway whose own counters are observed.
 pub struct Observed {
     pub manifests: Weak<Manifests>,
+    pub decisions: Weak<Decisions>,
     pub hub: Weak<StreamHub>,
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
@@ -28,10 +29,25 @@ fn read<T>(part: &Weak<T>, readings: impl Fn(&T) -> Vec<Reading>) -> Vec<Reading
         .unwrap_or_default()
 }
 
+/// A cache's `(hits, misses)` as readings labelled `result`.
+fn lookups((hits, misses): (u64, u64)) -> Vec<Reading> {
+    vec![
+        Reading {
+            value: hits,
+            label: Some(("result", "hit")),
+        },
+        Reading {
+            value: misses,
+            label: Some(("result", "miss")),
+        },
+    ]
+}
+
 /// Registers every value of `gateway` with `metrics`.
 pub fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
         manifests,
+        decisions,
         hub,
         catalog,
         redis,
@@ -42,21 +58,14 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         Counter,
         "toolgate.manifest_cache.lookups",
         "Lookups in this instance's cache of rendered manifests",
-        move || {
-            read(&manifests, |manifests| {
-                let (hits, misses) = manifests.cache().stats();
-                vec![
-                    Reading {
-                        value: hits,
-                        label: Some(("result", "hit")),
-                    },
-                    Reading {
-                        value: misses,
-                        label: Some(("result", "miss")),
-                    },
-                ]
-            })
-        },
+        move || read(&manifests, |manifests| lookups(manifests.cache().stats())),
+    );
+    metrics.observe(
+        Counter,
+        "toolgate.decision_cache.lookups",
+        "Lookups in this instance's cache of claim evaluations for decisions (one per \
+         distinct subject and context of a request; a miss evaluates the claims)",
+        move || read(&decisions, |decisions| lookups(decisions.cache().stats())),
     );
     let subscribers = hub.clone();
     metrics.observe(

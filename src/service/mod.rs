@@ -1,9 +1,10 @@
 //! The application layer between the transports and the domain: the write commands, the
-//! current snapshot, the manifests every transport serves, and the background work (periodic
-//! refreshes, following other instances).
+//! current snapshot, the manifests every transport serves, decisions about single tools, and
+//! the background work (periodic refreshes, following other instances).
 
 pub mod catalog;
 pub mod commands;
+pub mod decisions;
 mod diff;
 pub mod entity;
 pub mod follow;
@@ -17,6 +18,7 @@ pub mod threads;
 
 pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
 pub use commands::{CommandError, Commands, Edit, RefreshTrigger, Written};
+pub use decisions::Decisions;
 pub use entity::{CatalogEntity, ListFilter};
 pub use follow::follow;
 pub use manifests::Manifests;

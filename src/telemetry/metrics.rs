@@ -74,6 +74,8 @@ pub struct Metrics {
     agents: Arc<AgentCounts>,
     resolution_time: ResolutionTime,
     rate_limited: Counter<u64>,
+    decisions: Counter<u64>,
+    decision_duration: Histogram<f64>,
     store_errors: Counter<u64>,
     connections_refused: Counter<u64>,
     import_operations: Counter<u64>,
@@ -127,6 +129,22 @@ impl Metrics {
             rate_limited: meter
                 .u64_counter("toolgate.rate_limited")
                 .with_description("Requests refused with 429 by the per-subject rate limits")
+                .build(),
+            decisions: meter
+                .u64_counter("toolgate.decisions")
+                .with_description(
+                    "Decisions about single tools (may this subject call this tool?), by \
+                     endpoint and result (permit or deny); a batch counts each of its answers",
+                )
+                .build(),
+            decision_duration: meter
+                .f64_histogram("toolgate.decision.duration")
+                .with_unit("s")
+                .with_description(
+                    "Time to answer one decision request (a single evaluation, a batch, a \
+                     search) once its token is verified and its body read, by endpoint",
+                )
+                .with_boundaries(HTTP_SECONDS.to_vec())
                 .build(),
             store_errors: meter
                 .u64_counter("toolgate.store.errors")
@@ -224,6 +242,40 @@ impl Metrics {
         for class in classes {
             self.rate_limited.add(0, &[KeyValue::new("class", *class)]);
         }
+    }
+
+    /// Writes the decision counters of each endpoint and result from the start, at 0. (The
+    /// endpoints are the transports'; telemetry only counts.)
+    pub fn decision_endpoints(&self, endpoints: &[&'static str]) {
+        for endpoint in endpoints {
+            for result in ["permit", "deny"] {
+                self.decisions.add(
+                    0,
+                    &[
+                        KeyValue::new("endpoint", *endpoint),
+                        KeyValue::new("result", result),
+                    ],
+                );
+            }
+        }
+    }
+
+    /// One decision request answered at `endpoint`: how many of its answers permitted and
+    /// denied (none for a search), and how long it took.
+    pub fn decisions(&self, endpoint: &'static str, permits: u64, denies: u64, took: Duration) {
+        for (result, count) in [("permit", permits), ("deny", denies)] {
+            if count > 0 {
+                self.decisions.add(
+                    count,
+                    &[
+                        KeyValue::new("endpoint", endpoint),
+                        KeyValue::new("result", result),
+                    ],
+                );
+            }
+        }
+        self.decision_duration
+            .record(took.as_secs_f64(), &[KeyValue::new("endpoint", endpoint)]);
     }
 
     /// One request of route class `class` refused by a rate limit.
@@ -414,6 +466,31 @@ mod tests {
         let method = Method::from_bytes(b"BREW").expect("a token");
         assert_eq!(method_name(&method), "_OTHER");
         assert_eq!(method_name(&Method::PATCH), "PATCH");
+    }
+
+    #[test]
+    fn decisions_count_by_endpoint_and_result() {
+        let metrics = Metrics::new(None).expect("metrics");
+        metrics.decision_endpoints(&["evaluation", "evaluations"]);
+        metrics.decisions("evaluations", 3, 97, Duration::from_micros(40));
+        metrics.decisions("search", 0, 0, Duration::from_micros(40));
+        let text = metrics.render_prometheus().expect("render");
+        for line in [
+            "toolgate_decisions_total{endpoint=\"evaluation\",result=\"permit\"} 0",
+            "toolgate_decisions_total{endpoint=\"evaluations\",result=\"permit\"} 3",
+            "toolgate_decisions_total{endpoint=\"evaluations\",result=\"deny\"} 97",
+            "toolgate_decision_duration_seconds_count{endpoint=\"evaluations\"} 1",
+            "toolgate_decision_duration_seconds_count{endpoint=\"search\"} 1",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("endpoint=\"search\",result"),
+            "a search decides nothing"
+        );
     }
 
     #[test]

@@ -1,0 +1,410 @@
+//! Decisions at call time: "may this subject call this tool?", for every transport that asks
+//! (the AuthZEN endpoints, MCP `tools/call` to come).
+//!
+//! The answer is defined as "the tool is in the manifest `GET /agents/tools` would give for
+//! these claims and this scope at this revision", and computed from the same evaluation
+//! ([`Snapshot::evaluate`], the manifest's own steps), so that listing and calling can never
+//! disagree. Evaluations are cached per (claims key, scope) and revision like rendered
+//! manifests, and a batch evaluates each distinct (claims, scope) once: a hundred questions
+//! about one subject cost one claim evaluation, or none when it is cached, then one bit test
+//! per tool.
+//!
+//! Only the action `call` on resources of type `tool` is decided; anything else is a deny,
+//! never an error, so that a client cannot learn from the answer whether a tool exists. The
+//! caller decides who may ask about which claims (the HTTP layer: the caller's own, or any with
+//! the admin rule) and whether to show the [`Reason`] (admins only).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::cache::{CacheKey, RevisionCache};
+use crate::domain::claims::Claims;
+use crate::domain::manifest::ManifestOptions;
+use crate::domain::snapshot::Snapshot;
+use crate::domain::verdict::{Deciding, Evaluation, Verdict};
+
+/// The one action decided: calling a tool.
+pub const CALL: &str = "call";
+/// The one resource type decided.
+pub const TOOL: &str = "tool";
+
+/// The narrowing a decision takes from its context: the `state` and `group` options of
+/// `GET /agents/tools`, with their meaning (SEMANTICS.md section 6). Hidden tools are never
+/// permitted (there is no `include_disabled` for decisions), and there is no `tools` filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Keep tools available in this state.
+    pub state: Option<String>,
+    /// Keep members of these granted groups (ids or names); `*` keeps all, empty keeps none.
+    pub groups: Option<Vec<String>>,
+}
+
+impl Scope {
+    fn options(&self) -> ManifestOptions {
+        ManifestOptions {
+            include_disabled: false,
+            groups: self.groups.clone(),
+            state: self.state.clone(),
+            tools: None,
+        }
+    }
+}
+
+/// One question: may `claims` do `action` on the resource `resource_type`/`tool_id` in `scope`?
+#[derive(Debug, Clone, Copy)]
+pub struct Question<'q> {
+    pub claims: &'q Claims,
+    pub scope: &'q Scope,
+    pub action: &'q str,
+    pub resource_type: &'q str,
+    pub tool_id: &'q str,
+}
+
+/// How a batch is answered (AuthZEN `options.evaluations_semantic`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Semantic {
+    /// Every question, in order.
+    #[default]
+    ExecuteAll,
+    /// In order, up to and including the first deny.
+    DenyOnFirstDeny,
+    /// In order, up to and including the first permit.
+    PermitOnFirstPermit,
+}
+
+impl Semantic {
+    /// The names, as AuthZEN spells them.
+    pub const NAMES: [&'static str; 3] = [
+        "execute_all",
+        "deny_on_first_deny",
+        "permit_on_first_permit",
+    ];
+
+    pub fn parse(name: &str) -> Option<Semantic> {
+        match name {
+            "execute_all" => Some(Semantic::ExecuteAll),
+            "deny_on_first_deny" => Some(Semantic::DenyOnFirstDeny),
+            "permit_on_first_permit" => Some(Semantic::PermitOnFirstPermit),
+            _ => None,
+        }
+    }
+
+    /// Whether the batch ends with this answer.
+    fn stops_at(self, permitted: bool) -> bool {
+        match self {
+            Semantic::ExecuteAll => false,
+            Semantic::DenyOnFirstDeny => !permitted,
+            Semantic::PermitOnFirstPermit => permitted,
+        }
+    }
+}
+
+/// The answer to one question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub permitted: bool,
+    /// Why, when asked for (admins only: it names policies and groups, and tells an unknown
+    /// tool from a tool not granted).
+    pub reason: Option<Reason>,
+}
+
+/// Why a decision went the way it did, for admins: a stable `code`, a sentence, and the
+/// deciding policy with its priority and groups where one decided.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Reason {
+    /// `granted`, `denied`, `not_granted`, `hidden`, `narrowed`, `unknown_tool`,
+    /// `unsupported_action` or `unsupported_resource_type`.
+    #[schema(schema_with = reason_code_schema)]
+    pub code: &'static str,
+    /// The reason in words, e.g. `denied by policy 'p-deny' (priority 100) through group
+    /// 'g-admin'`.
+    pub message: String,
+    /// The deciding policy (a grant: the first by id among those granting the tool at the
+    /// highest priority covering it; a deny: the first denying it there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// The deciding policy's groups that contain the tool (allowed ones for a grant, denied
+    /// ones for a deny).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub group_ids: Vec<String>,
+    /// For `hidden`: `disabled`, `deprecated`, `source missing` or `source disabled`; for
+    /// `narrowed`: the option that removed the tool, `group` or `state`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<&'static str>,
+}
+
+/// The values of [`Reason::code`].
+pub const REASON_CODES: [&str; 8] = [
+    "granted",
+    "denied",
+    "not_granted",
+    "hidden",
+    "narrowed",
+    "unknown_tool",
+    "unsupported_action",
+    "unsupported_resource_type",
+];
+
+fn reason_code_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(REASON_CODES))
+        .build()
+}
+
+impl Reason {
+    fn plain(code: &'static str, message: String) -> Reason {
+        Reason {
+            code,
+            message,
+            policy_id: None,
+            priority: None,
+            group_ids: Vec::new(),
+            detail: None,
+        }
+    }
+
+    fn decided(code: &'static str, by: &Deciding<'_>, message: String) -> Reason {
+        Reason {
+            code,
+            message,
+            policy_id: Some(by.policy_id.to_owned()),
+            priority: Some(by.priority),
+            group_ids: by.group_ids.iter().map(|&id| id.to_owned()).collect(),
+            detail: None,
+        }
+    }
+
+    fn of(verdict: &Verdict<'_>, scope: &Scope) -> Reason {
+        match verdict {
+            Verdict::Granted(by) => Reason::decided("granted", by, policy_words("granted", by)),
+            Verdict::Denied(by) => Reason::decided("denied", by, policy_words("denied", by)),
+            Verdict::NotGranted => Reason::plain(
+                "not_granted",
+                "no matching policy grants or denies this tool".to_owned(),
+            ),
+            Verdict::Hidden { by, because } => Reason {
+                detail: Some(*because),
+                ..Reason::decided(
+                    "hidden",
+                    by,
+                    format!(
+                        "{}, but agents do not see it: {because}",
+                        policy_words("granted", by)
+                    ),
+                )
+            },
+            Verdict::Narrowed { by, option } => {
+                let why = match *option {
+                    "group" => format!(
+                        "none of the granted groups containing it is in context.group ({})",
+                        scope.groups.as_deref().unwrap_or_default().join(", ")
+                    ),
+                    "state" => format!(
+                        "it is not available in the state '{}'",
+                        scope.state.as_deref().unwrap_or_default()
+                    ),
+                    other => format!("the option '{other}' removed it"),
+                };
+                Reason {
+                    detail: Some(*option),
+                    ..Reason::decided(
+                        "narrowed",
+                        by,
+                        format!("{}, but {why}", policy_words("granted", by)),
+                    )
+                }
+            }
+            Verdict::UnknownTool => Reason::plain("unknown_tool", "no tool has this id".to_owned()),
+        }
+    }
+}
+
+/// `granted by policy 'p' (priority 10) through groups 'a', 'b'`.
+fn policy_words(verb: &str, by: &Deciding<'_>) -> String {
+    let groups: Vec<String> = by.group_ids.iter().map(|id| format!("'{id}'")).collect();
+    let through = match groups.len() {
+        0 => String::new(),
+        1 => format!(" through group {}", groups[0]),
+        _ => format!(" through groups {}", groups.join(", ")),
+    };
+    format!(
+        "{verb} by policy '{}' (priority {}){through}",
+        by.policy_id, by.priority
+    )
+}
+
+/// One page of the tools a subject may call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Tool ids, ascending.
+    pub tool_ids: Vec<String>,
+    /// Whether more follow the last one.
+    pub more: bool,
+    /// How many the subject may call in all.
+    pub total: usize,
+}
+
+/// A search: the tools `claims` may `action` in `scope`, after `after`, at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct Search<'q> {
+    pub claims: &'q Claims,
+    pub scope: &'q Scope,
+    pub action: &'q str,
+    pub resource_type: &'q str,
+    /// The last id of the previous page: the page starts after it.
+    pub after: Option<&'q str>,
+    pub limit: usize,
+}
+
+/// Evaluations kept per (claims key, scope), for one revision.
+pub type EvaluationCache = RevisionCache<Arc<Evaluation>>;
+
+/// Answers decisions and searches from cached evaluations.
+pub struct Decisions {
+    cache: EvaluationCache,
+}
+
+impl Decisions {
+    /// Keeps at most `capacity` evaluations (emptied and refilled when full, as the manifest
+    /// cache).
+    pub fn new(capacity: usize) -> Decisions {
+        Decisions {
+            cache: EvaluationCache::new(capacity),
+        }
+    }
+
+    /// The evaluations kept (for metrics).
+    pub fn cache(&self) -> &EvaluationCache {
+        &self.cache
+    }
+
+    /// Answers `questions` in order at `snapshot`, under `semantic`: all of them, or up to and
+    /// including the first deny (or permit). Each distinct (claims, scope) is evaluated once;
+    /// `explain` adds the reasons.
+    pub fn decide(
+        &self,
+        snapshot: &Snapshot,
+        questions: &[Question<'_>],
+        semantic: Semantic,
+        explain: bool,
+    ) -> Vec<Answer> {
+        let mut evaluated: Vec<(&Claims, &Scope, Arc<Evaluation>)> = Vec::new();
+        let mut answers = Vec::with_capacity(questions.len());
+        for question in questions {
+            let answer = if question.action != CALL {
+                Answer {
+                    permitted: false,
+                    reason: explain.then(|| {
+                        Reason::plain(
+                            "unsupported_action",
+                            format!(
+                                "only the action '{CALL}' is decided, not '{}'",
+                                question.action
+                            ),
+                        )
+                    }),
+                }
+            } else if question.resource_type != TOOL {
+                Answer {
+                    permitted: false,
+                    reason: explain.then(|| {
+                        Reason::plain(
+                            "unsupported_resource_type",
+                            format!(
+                                "only resources of type '{TOOL}' are decided, not '{}'",
+                                question.resource_type
+                            ),
+                        )
+                    }),
+                }
+            } else {
+                let evaluation =
+                    self.evaluated(snapshot, &mut evaluated, question.claims, question.scope);
+                if explain {
+                    let verdict = snapshot.verdict(&evaluation, question.tool_id);
+                    Answer {
+                        permitted: verdict.is_granted(),
+                        reason: Some(Reason::of(&verdict, question.scope)),
+                    }
+                } else {
+                    Answer {
+                        permitted: snapshot.lists(&evaluation, question.tool_id),
+                        reason: None,
+                    }
+                }
+            };
+            let stop = semantic.stops_at(answer.permitted);
+            answers.push(answer);
+            if stop {
+                break;
+            }
+        }
+        answers
+    }
+
+    /// One page of the tools `search.claims` may call in its scope, ascending by id.
+    pub fn search(&self, snapshot: &Snapshot, search: &Search<'_>) -> Found {
+        if search.action != CALL || search.resource_type != TOOL {
+            return Found {
+                tool_ids: Vec::new(),
+                more: false,
+                total: 0,
+            };
+        }
+        let evaluation = self.evaluation(snapshot, search.claims, search.scope);
+        let mut page = snapshot.listed_ids(&evaluation, search.after);
+        let tool_ids: Vec<String> = page
+            .by_ref()
+            .take(search.limit)
+            .map(str::to_owned)
+            .collect();
+        Found {
+            tool_ids,
+            more: page.next().is_some(),
+            total: evaluation.len(),
+        }
+    }
+
+    /// The evaluation of `claims` in `scope`, once per distinct pair within one call
+    /// (`evaluated` remembers them; claims given once as a batch default are the same
+    /// reference, compared without looking inside).
+    fn evaluated<'q>(
+        &self,
+        snapshot: &Snapshot,
+        evaluated: &mut Vec<(&'q Claims, &'q Scope, Arc<Evaluation>)>,
+        claims: &'q Claims,
+        scope: &'q Scope,
+    ) -> Arc<Evaluation> {
+        let same = |a: &Claims, b: &Claims| std::ptr::eq(a, b) || a == b;
+        if let Some((_, _, evaluation)) = evaluated
+            .iter()
+            .find(|(c, s, _)| same(c, claims) && (std::ptr::eq(*s, scope) || *s == scope))
+        {
+            return Arc::clone(evaluation);
+        }
+        let evaluation = self.evaluation(snapshot, claims, scope);
+        evaluated.push((claims, scope, Arc::clone(&evaluation)));
+        evaluation
+    }
+
+    /// The evaluation of `claims` in `scope` at `snapshot`: cached, or made and kept. The key
+    /// projects the claims onto what the snapshot's policies read only: a decision, unlike a
+    /// manifest, never depends on whether the subject is an admin.
+    fn evaluation(&self, snapshot: &Snapshot, claims: &Claims, scope: &Scope) -> Arc<Evaluation> {
+        let key = CacheKey::new(snapshot, &[], claims, scope.options());
+        if let Some(hit) = self.cache.get(&key, snapshot.revision()) {
+            return hit;
+        }
+        let evaluation = Arc::new(snapshot.evaluate(claims, &key.options));
+        self.cache
+            .insert_at(key, snapshot.revision(), Arc::clone(&evaluation));
+        evaluation
+    }
+}
+
+#[cfg(test)]
+mod tests;
