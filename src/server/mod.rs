@@ -282,6 +282,9 @@ pub async fn start(
     let bus = redis
         .as_ref()
         .map(|link| RedisBus::start(Arc::clone(link)) as Arc<dyn ChangeBus>);
+    // Other instances' writes reach this one through the Redis bus or by polling the store; a
+    // gateway with neither is its store's only writer and has nothing to follow.
+    let follows = bus.is_some() || config.revision_poll.is_some();
     let catalog = Arc::new(
         CatalogService::open_with_bus(store, bus)
             .await
@@ -301,7 +304,9 @@ pub async fn start(
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
-    crate::service::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
+    if follows {
+        crate::service::follow(catalog.bus().as_ref(), &catalog, config.revision_poll);
+    }
     let shared = redis.as_ref().and_then(|link| {
         let key = shared_key(config.redis_secret.as_ref(), hmac_secret.as_deref())?;
         Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
