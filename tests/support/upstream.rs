@@ -65,6 +65,8 @@ pub struct McpServer {
     pub url: String,
     tools_file: tempfile::NamedTempFile,
     child: Child,
+    port: u16,
+    env: Vec<(String, String)>,
 }
 
 /// The Python of the venv `scripts/test.sh` creates (`MCP_PYTHON` overrides it).
@@ -78,40 +80,42 @@ pub fn mcp_python() -> PathBuf {
 impl McpServer {
     /// Starts the server offering `tools`; `env` adds settings (`MCP_JSON_RESPONSE`, `MCP_TOKEN`).
     pub fn start(tools: &[&str], env: &[(&str, &str)]) -> McpServer {
-        let python = mcp_python();
-        assert!(
-            python.exists(),
-            "{} is missing: run scripts/test.sh once (it creates .venv-mcp with the MCP SDK)",
-            python.display()
-        );
         let tools_file = tempfile::NamedTempFile::new().expect("temp file");
         let port = StdListener::bind("127.0.0.1:0")
             .expect("bind")
             .local_addr()
             .expect("addr")
             .port();
-        let mut command = Command::new(python);
-        command
-            .arg(fixture("mcp_server.py"))
-            .arg(port.to_string())
-            .arg(tools_file.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        for (key, value) in env {
-            command.env(key, value);
-        }
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let server = McpServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
+            child: spawn_mcp_server(port, tools_file.path(), &env),
             tools_file,
-            child: command.spawn().expect("start the MCP server"),
+            port,
+            env,
         };
         server.offer(tools);
+        server.wait_until_listening();
+        server
+    }
+
+    /// Stops the server and starts a new one on the same port: every session is forgotten.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn_mcp_server(self.port, self.tools_file.path(), &self.env);
+        self.wait_until_listening();
+    }
+
+    fn wait_until_listening(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "the MCP server did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
     }
 
     /// Changes the tools the server offers (re-read on every tools/list).
@@ -122,6 +126,26 @@ impl McpServer {
         )
         .expect("write the tools file");
     }
+}
+
+fn spawn_mcp_server(port: u16, tools_file: &Path, env: &[(String, String)]) -> Child {
+    let python = mcp_python();
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh once (it creates .venv-mcp with the MCP SDK)",
+        python.display()
+    );
+    let mut command = Command::new(python);
+    command
+        .arg(fixture("mcp_server.py"))
+        .arg(port.to_string())
+        .arg(tools_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.spawn().expect("start the MCP server")
 }
 
 impl Drop for McpServer {
