@@ -7,13 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::Request;
-use axum::http::StatusCode;
-use axum::routing::get;
 use serde_json::{Map, Value, json};
-use support::upstream::McpServer;
+use support::upstream::{McpServer, echo_server};
 use toolgate::domain::model::{Source, Tool};
 use toolgate::upstream::{CallLimits, CallOutcome, CallResult, Upstream, check_arguments};
 
@@ -44,7 +39,10 @@ fn mcp_tool(source: &Source, name: &str) -> Tool {
     .expect("a tool")
 }
 
-#[tokio::test]
+// Several workers: `restart` blocks its thread while the new server starts, and the client's
+// connection tasks must run meanwhile to see the old connections close (else the first call
+// after the restart may be sent on a dead connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
     let mut server = McpServer::start(&["summarize", "session_id"], &[]);
     let docs = source("docs", "mcp", json!({"url": server.url}));
@@ -67,13 +65,19 @@ async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
     );
     assert!(text(&summary).contains("\"words\""), "{}", summary.result);
 
-    let session_of = |result: CallResult| {
-        assert_eq!(result.outcome, CallOutcome::Ok, "{}", result.result);
+    let session_of = |call: &str, result: CallResult| {
+        assert_eq!(result.outcome, CallOutcome::Ok, "{call}: {}", result.result);
         text(&result).to_owned()
     };
     let session_tool = mcp_tool(&docs, "session_id");
-    let first = session_of(upstream.call(&docs, &session_tool, &Map::new()).await);
-    let second = session_of(upstream.call(&docs, &session_tool, &Map::new()).await);
+    let first = session_of(
+        "first",
+        upstream.call(&docs, &session_tool, &Map::new()).await,
+    );
+    let second = session_of(
+        "second",
+        upstream.call(&docs, &session_tool, &Map::new()).await,
+    );
     assert!(!first.is_empty(), "the server hands out session ids");
     assert_eq!(first, second, "the pooled session is reused");
     let no_arguments = Map::new();
@@ -83,7 +87,7 @@ async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
     .await;
     for result in concurrent {
         assert_eq!(
-            session_of(result),
+            session_of("concurrent", result),
             first,
             "concurrent calls share the session"
         );
@@ -91,9 +95,15 @@ async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
 
     // A restarted server knows no session: 404, a new handshake, and the call goes through.
     server.restart();
-    let after = session_of(upstream.call(&docs, &session_tool, &Map::new()).await);
+    let after = session_of(
+        "after",
+        upstream.call(&docs, &session_tool, &Map::new()).await,
+    );
     assert_ne!(after, first, "a new session after the restart");
-    let again = session_of(upstream.call(&docs, &session_tool, &Map::new()).await);
+    let again = session_of(
+        "again",
+        upstream.call(&docs, &session_tool, &Map::new()).await,
+    );
     assert_eq!(again, after);
 
     // The tool's own errors are tool errors.
@@ -119,7 +129,10 @@ async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
         "mcp",
         json!({"url": server.url, "headers": {"X-Edited": "1"}}),
     );
-    let edited_session = session_of(upstream.call(&edited, &session_tool, &Map::new()).await);
+    let edited_session = session_of(
+        "edited_session",
+        upstream.call(&edited, &session_tool, &Map::new()).await,
+    );
     assert_ne!(edited_session, after);
 }
 
@@ -184,58 +197,6 @@ async fn an_unreachable_mcp_server_is_named_as_such() {
 
 // ---------------------------------------------------------------------------------------------
 // openapi sources
-
-/// An HTTP server that answers every request under `/api` with what it received, plus a few
-/// misbehaving routes.
-async fn echo_server() -> String {
-    async fn echo(request: Request) -> axum::Json<Value> {
-        let (parts, body) = request.into_parts();
-        let body = axum::body::to_bytes(body, 1 << 20).await.expect("a body");
-        let mut headers = Map::new();
-        for (name, value) in &parts.headers {
-            headers.insert(
-                name.as_str().to_owned(),
-                json!(value.to_str().unwrap_or("(not text)")),
-            );
-        }
-        axum::Json(json!({
-            "method": parts.method.as_str(),
-            "path": parts.uri.path(),
-            "query": parts.uri.query(),
-            "headers": headers,
-            "body": String::from_utf8_lossy(&body),
-        }))
-    }
-    let app = Router::new()
-        .route(
-            "/api/missing",
-            get(|| async { (StatusCode::NOT_FOUND, "no such thing") }),
-        )
-        .route(
-            "/api/slow",
-            get(|| async {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                "late"
-            }),
-        )
-        .route("/api/large", get(|| async { "x".repeat(100_000) }))
-        .route(
-            "/api/large-stream",
-            get(|| async {
-                let chunks = (0..100).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 1000]));
-                Body::from_stream(futures_util::stream::iter(chunks))
-            }),
-        )
-        .fallback(echo);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}/api")
-}
 
 fn document(server: &str) -> Value {
     let no_body = json!({"200": {"description": "ok"}});

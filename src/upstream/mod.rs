@@ -32,6 +32,9 @@ use crate::domain::model::{SOURCE_TOOL_SERVICE, Source, Tool};
 
 pub use arguments::{ArgumentError, ValidatorCache, check_arguments};
 
+/// How long an idle upstream connection is kept for the next call.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// How long a call may take and how large an answer may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
@@ -136,6 +139,9 @@ impl Upstream {
     pub fn new(limits: CallLimits) -> Upstream {
         let client = reqwest::Client::builder()
             .connect_timeout(limits.timeout.min(Duration::from_secs(10)))
+            // Below the 5 s keep-alive of common servers (uvicorn, Node): a connection is
+            // dropped here before the server closes it, never reused as it closes.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .redirect(response::same_origin_redirects())
             .build()
             .map_err(|error| tracing::error!(%error, "cannot build the upstream HTTP client"))

@@ -1,5 +1,6 @@
-//! Upstreams for the ingestion tests: a tiny HTTP server that serves one OpenAPI document (which
-//! a test can swap or break), and a real MCP server (the official Python SDK) on a free port.
+//! Upstreams for the ingestion and call tests: a tiny HTTP server that serves one OpenAPI
+//! document (which a test can swap or break), an HTTP server that echoes what it receives, and
+//! a real MCP server (the official Python SDK) on a free port.
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
@@ -8,9 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::State;
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::routing::get;
+use serde_json::{Map, Value, json};
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,6 +23,60 @@ pub fn fixture(name: &str) -> PathBuf {
 
 pub fn read_fixture(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).expect("fixture")
+}
+
+/// Starts an HTTP server that answers every request with what it received (`method`, `path`,
+/// `query`, `headers`, `body` as text, in JSON), except a few misbehaving routes:
+/// `/api/missing` (404 "no such thing"), `/api/slow` (5 s), `/api/large` (100,000 bytes with a
+/// length), `/api/large-stream` (100,000 bytes without). Returns its URL with `/api`.
+pub async fn echo_server() -> String {
+    async fn echo(request: Request) -> axum::Json<Value> {
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 20).await.expect("a body");
+        let mut headers = Map::new();
+        for (name, value) in &parts.headers {
+            headers.insert(
+                name.as_str().to_owned(),
+                json!(value.to_str().unwrap_or("(not text)")),
+            );
+        }
+        axum::Json(json!({
+            "method": parts.method.as_str(),
+            "path": parts.uri.path(),
+            "query": parts.uri.query(),
+            "headers": headers,
+            "body": String::from_utf8_lossy(&body),
+        }))
+    }
+    let app = Router::new()
+        .route(
+            "/api/missing",
+            get(|| async { (StatusCode::NOT_FOUND, "no such thing") }),
+        )
+        .route(
+            "/api/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .route("/api/large", get(|| async { "x".repeat(100_000) }))
+        .route(
+            "/api/large-stream",
+            get(|| async {
+                let chunks = (0..100).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 1000]));
+                Body::from_stream(futures_util::stream::iter(chunks))
+            }),
+        )
+        .fallback(echo);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/api")
 }
 
 /// Serves `GET /spec` with the current document, or 500 when it is `None`.
