@@ -33,3 +33,5 @@ pub mod store;
 pub mod stream;
 /// Logs, traces exported over OTLP, and metrics (Prometheus text and OTLP).
 pub mod telemetry;
+/// Executing an authorized tool call against its upstream (MCP server, OpenAPI operation).
+pub mod upstream;

@@ -5,7 +5,7 @@
 //!
 //! | type | keys |
 //! |---|---|
-//! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch); `refresh_interval_secs` |
+//! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch and with every call); `base_url` (http/https, where calls go, instead of the document's `servers`); `refresh_interval_secs` |
 //! | `mcp` | `url` (http/https, the Streamable HTTP endpoint); `headers` (object of text, e.g. `Authorization`); `refresh_interval_secs` |
 //! | `tool-service` | `request-queue`, `response-queue` (text, required); `config-params` (`[{"name", "required"}]`); `id` (text, informative) |
 //! | `manual` | free-form, never interpreted |
@@ -103,7 +103,13 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     let config = &source.config;
     let mut errors = Vec::new();
     let allowed: &[&str] = match source.source_type.as_str() {
-        "openapi" => &["spec", "url", "headers", "refresh_interval_secs"],
+        "openapi" => &[
+            "spec",
+            "url",
+            "headers",
+            "base_url",
+            "refresh_interval_secs",
+        ],
         "mcp" => &["url", "headers", "refresh_interval_secs"],
         other => {
             return Err(vec![error(
@@ -141,6 +147,14 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
                 ),
             )),
         }
+    }
+    match config.get("base_url") {
+        None => {}
+        Some(Value::String(url)) if is_http_url(url) => {}
+        Some(other) => errors.push(error(
+            "base_url",
+            format!("must be an http:// or https:// URL, found {other}"),
+        )),
     }
     let url = match config.get("url") {
         None => None,
@@ -194,6 +208,15 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     match result {
         Some(result) if errors.is_empty() => Ok(result),
         _ => Err(errors),
+    }
+}
+
+/// Where the calls of an `openapi` source go, when its config says (`base_url`); otherwise the
+/// document's `servers` decide. Read as [`import_config`] checked it.
+pub fn base_url(source: &Source) -> Option<&str> {
+    match source.source_type.as_str() {
+        "openapi" => source.config.get("base_url").and_then(Value::as_str),
+        _ => None,
     }
 }
 
@@ -413,6 +436,31 @@ mod tests {
                 json!({"url": "ftp://x", "refresh_interval_secs": 1})
             )),
             ["refresh_interval_secs", "url"]
+        );
+    }
+
+    #[test]
+    fn an_openapi_base_url_must_be_http_and_is_read_back() {
+        let with = |base: Value| {
+            source(
+                "openapi",
+                json!({"spec": "openapi: 3.0.0", "base_url": base}),
+            )
+        };
+        assert!(fields(&with(json!("https://api.example/v1"))).is_empty());
+        assert_eq!(
+            base_url(&with(json!("https://api.example/v1"))),
+            Some("https://api.example/v1")
+        );
+        assert_eq!(fields(&with(json!("/v1"))), ["base_url"]);
+        assert_eq!(fields(&with(json!(5))), ["base_url"]);
+        assert_eq!(
+            fields(&source(
+                "mcp",
+                json!({"url": "https://m.example/mcp", "base_url": "https://x.example"})
+            )),
+            ["base_url"],
+            "only openapi sources have one"
         );
     }
 

@@ -8,6 +8,7 @@
 //! their tools are written by admins and checked by [`crate::domain::validate`].
 
 pub mod mcp;
+pub mod mcp_session;
 pub mod names;
 pub mod openapi;
 pub mod refresh;
@@ -175,6 +176,23 @@ async fn fetch_definitions(source: &Source) -> Result<Import, IngestError> {
     }
 }
 
+/// The OpenAPI document of a source, parsed (on a blocking thread, as an import does): the
+/// inline `config.spec`, or the one at `config.url` fetched with the source's headers. Not
+/// checked further: the caller looks up what it needs ([`openapi::request_shape`]).
+pub async fn openapi_document(
+    spec: &SpecLocation,
+    headers: &[(String, String)],
+) -> Result<Value, IngestError> {
+    let text = match spec {
+        SpecLocation::Inline(Value::String(text)) => text.clone(),
+        SpecLocation::Inline(document) => return Ok(document.clone()),
+        SpecLocation::Url(url) => get_text(url, headers).await?,
+    };
+    tokio::task::spawn_blocking(move || openapi::parse_document(&text))
+        .await
+        .map_err(|error| IngestError::Definition(format!("parsing failed: {error}")))?
+}
+
 /// An OpenAPI document as configured: text to parse, or already JSON.
 enum Document {
     Text(String),
@@ -208,7 +226,8 @@ pub(crate) fn client() -> Result<reqwest::Client, IngestError> {
 
 /// Why a request failed, in words that tell a timeout from a refused connection (reqwest's
 /// own text reads "error sending request" for both).
-pub(crate) fn why(error: &reqwest::Error) -> String {
+/// `timeout` is the limit the request had, for the words.
+pub(crate) fn why(error: &reqwest::Error, timeout: Duration) -> String {
     let mut causes = Vec::new();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -217,7 +236,7 @@ pub(crate) fn why(error: &reqwest::Error) -> String {
     }
     let detail = causes.join(": ");
     if error.is_timeout() {
-        format!("no answer within {} s (timed out)", FETCH_TIMEOUT.as_secs())
+        format!("no answer within {} s (timed out)", timeout.as_secs_f64())
     } else if error.is_connect() {
         format!("could not connect ({detail})")
     } else if detail.is_empty() {
@@ -254,7 +273,10 @@ async fn get_text(url: &str, headers: &[(String, String)]) -> Result<String, Ing
         request = request.header(name.as_str(), value.as_str());
     }
     let response = request.send().await.map_err(|error| {
-        IngestError::Upstream(format!("fetching {url} failed: {}", why(&error)))
+        IngestError::Upstream(format!(
+            "fetching {url} failed: {}",
+            why(&error, FETCH_TIMEOUT)
+        ))
     })?;
     let status = response.status();
     if !status.is_success() {

@@ -1,5 +1,6 @@
-//! Upstreams for the ingestion tests: a tiny HTTP server that serves one OpenAPI document (which
-//! a test can swap or break), and a real MCP server (the official Python SDK) on a free port.
+//! Upstreams for the ingestion and call tests: a tiny HTTP server that serves one OpenAPI
+//! document (which a test can swap or break), an HTTP server that echoes what it receives, and
+//! a real MCP server (the official Python SDK) on a free port.
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
@@ -8,9 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::State;
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::routing::get;
+use serde_json::{Map, Value, json};
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,6 +23,60 @@ pub fn fixture(name: &str) -> PathBuf {
 
 pub fn read_fixture(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).expect("fixture")
+}
+
+/// Starts an HTTP server that answers every request with what it received (`method`, `path`,
+/// `query`, `headers`, `body` as text, in JSON), except a few misbehaving routes:
+/// `/api/missing` (404 "no such thing"), `/api/slow` (5 s), `/api/large` (100,000 bytes with a
+/// length), `/api/large-stream` (100,000 bytes without). Returns its URL with `/api`.
+pub async fn echo_server() -> String {
+    async fn echo(request: Request) -> axum::Json<Value> {
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 20).await.expect("a body");
+        let mut headers = Map::new();
+        for (name, value) in &parts.headers {
+            headers.insert(
+                name.as_str().to_owned(),
+                json!(value.to_str().unwrap_or("(not text)")),
+            );
+        }
+        axum::Json(json!({
+            "method": parts.method.as_str(),
+            "path": parts.uri.path(),
+            "query": parts.uri.query(),
+            "headers": headers,
+            "body": String::from_utf8_lossy(&body),
+        }))
+    }
+    let app = Router::new()
+        .route(
+            "/api/missing",
+            get(|| async { (StatusCode::NOT_FOUND, "no such thing") }),
+        )
+        .route(
+            "/api/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        )
+        .route("/api/large", get(|| async { "x".repeat(100_000) }))
+        .route(
+            "/api/large-stream",
+            get(|| async {
+                let chunks = (0..100).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 1000]));
+                Body::from_stream(futures_util::stream::iter(chunks))
+            }),
+        )
+        .fallback(echo);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/api")
 }
 
 /// Serves `GET /spec` with the current document, or 500 when it is `None`.
@@ -65,6 +122,8 @@ pub struct McpServer {
     pub url: String,
     tools_file: tempfile::NamedTempFile,
     child: Child,
+    port: u16,
+    env: Vec<(String, String)>,
 }
 
 /// The Python of the venv `scripts/test.sh` creates (`MCP_PYTHON` overrides it).
@@ -78,40 +137,42 @@ pub fn mcp_python() -> PathBuf {
 impl McpServer {
     /// Starts the server offering `tools`; `env` adds settings (`MCP_JSON_RESPONSE`, `MCP_TOKEN`).
     pub fn start(tools: &[&str], env: &[(&str, &str)]) -> McpServer {
-        let python = mcp_python();
-        assert!(
-            python.exists(),
-            "{} is missing: run scripts/test.sh once (it creates .venv-mcp with the MCP SDK)",
-            python.display()
-        );
         let tools_file = tempfile::NamedTempFile::new().expect("temp file");
         let port = StdListener::bind("127.0.0.1:0")
             .expect("bind")
             .local_addr()
             .expect("addr")
             .port();
-        let mut command = Command::new(python);
-        command
-            .arg(fixture("mcp_server.py"))
-            .arg(port.to_string())
-            .arg(tools_file.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        for (key, value) in env {
-            command.env(key, value);
-        }
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         let server = McpServer {
             url: format!("http://127.0.0.1:{port}/mcp"),
+            child: spawn_mcp_server(port, tools_file.path(), &env),
             tools_file,
-            child: command.spawn().expect("start the MCP server"),
+            port,
+            env,
         };
         server.offer(tools);
+        server.wait_until_listening();
+        server
+    }
+
+    /// Stops the server and starts a new one on the same port: every session is forgotten.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = spawn_mcp_server(self.port, self.tools_file.path(), &self.env);
+        self.wait_until_listening();
+    }
+
+    fn wait_until_listening(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "the MCP server did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
     }
 
     /// Changes the tools the server offers (re-read on every tools/list).
@@ -122,6 +183,26 @@ impl McpServer {
         )
         .expect("write the tools file");
     }
+}
+
+fn spawn_mcp_server(port: u16, tools_file: &Path, env: &[(String, String)]) -> Child {
+    let python = mcp_python();
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh once (it creates .venv-mcp with the MCP SDK)",
+        python.display()
+    );
+    let mut command = Command::new(python);
+    command
+        .arg(fixture("mcp_server.py"))
+        .arg(port.to_string())
+        .arg(tools_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.spawn().expect("start the MCP server")
 }
 
 impl Drop for McpServer {

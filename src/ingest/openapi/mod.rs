@@ -17,10 +17,12 @@
 //! The whole import is bounded ([`ImportBudget`]: nodes expanded, time); operations past the
 //! bound are skipped and reported. Equal schemas are shared: one `Arc` per distinct schema.
 
+mod binding;
 mod document;
 mod operation;
 mod schema;
 
+pub use binding::{BodyBinding, ParameterBinding, ParameterLocation, RequestShape, request_shape};
 pub use document::parse_document;
 
 use std::collections::{HashMap, HashSet};

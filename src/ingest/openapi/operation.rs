@@ -77,19 +77,26 @@ pub(super) struct Operation<'d> {
 }
 
 /// A parameter that becomes an input property.
-struct Input<'d> {
-    property: String,
+pub(super) struct Input<'d> {
+    pub property: String,
+    /// Where the parameter goes (`path`, `query`, `header`) and its name there.
+    pub location: &'static str,
+    pub name: &'d str,
+    pub parameter: &'d Map<String, Value>,
     schema: Value,
     description: Option<&'d Value>,
     required: bool,
 }
 
 /// The request body that becomes the `body` property.
-struct Body<'d> {
+pub(super) struct Body<'d> {
     schema: &'d Value,
+    /// Set for a body that is not JSON: the media type the schema names (`contentMediaType`).
     media: Option<String>,
+    /// The media type the body is sent as (the content key chosen, without parameters).
+    pub content_type: String,
     description: Option<&'d Value>,
-    required: bool,
+    pub required: bool,
 }
 
 /// What the operation became: the two schemas (`output` may have been cut, with a reason).
@@ -104,7 +111,7 @@ impl<'d> Importer<'d> {
     pub(super) fn operation_schemas(&self, op: &Operation<'d>) -> Result<Schemas, String> {
         let at = format!("{} {}", upper(op.method), op.path);
         let resolver = &self.resolver;
-        let inputs = self.inputs(op, &at)?;
+        let inputs = inputs(resolver, &self.credentials, op, &at)?;
         let body = match op.operation.get("requestBody") {
             Some(body) => body_of(resolver.follow(body, &format!("{at} requestBody"))?),
             None => None,
@@ -131,75 +138,80 @@ impl<'d> Importer<'d> {
         };
         Ok(Schemas { input, output, cut })
     }
+}
 
-    /// The parameters that are agent input, with their property names.
-    fn inputs(&self, op: &Operation<'d>, at: &str) -> Result<Vec<Input<'d>>, String> {
-        // Operation parameters override path-level ones with the same name and location.
-        let mut parameters: Vec<&'d Map<String, Value>> = Vec::new();
-        let lists = [
-            op.path_parameters,
-            op.operation.get("parameters").and_then(Value::as_array),
-        ];
-        for parameter in lists.into_iter().flatten().flatten() {
-            let parameter = self
-                .resolver
-                .follow(parameter, &format!("{at} parameters"))?;
-            let key = |p: &Map<String, Value>| (p.get("name").cloned(), p.get("in").cloned());
-            parameters.retain(|p| key(p) != key(parameter));
-            parameters.push(parameter);
-        }
-        let has_body = op.operation.contains_key("requestBody");
-        let mut taken: HashSet<String> = has_body.then(|| "body".to_owned()).into_iter().collect();
-        let mut inputs = Vec::new();
-        for location in LOCATIONS {
-            for parameter in &parameters {
-                if parameter.get("in").and_then(Value::as_str) != Some(location) {
-                    continue;
-                }
-                let Some(name) = parameter.get("name").and_then(Value::as_str) else {
-                    return Err(format!("a {location} parameter has no name"));
-                };
-                if self.is_credential(location, name) {
-                    continue;
-                }
-                let mut property = name.to_owned();
-                if taken.contains(&property) {
-                    property = format!("{location}_{name}");
-                }
-                let mut n = 2;
-                while taken.contains(&property) {
-                    property = format!("{location}_{name}_{n}");
-                    n += 1;
-                }
-                taken.insert(property.clone());
-                let schema = match parameter.get("schema") {
-                    Some(schema) => schema.clone(),
-                    None => parameter
-                        .get("content")
-                        .and_then(Value::as_object)
-                        .and_then(|content| content.values().next())
-                        .and_then(|media| media.get("schema"))
-                        .cloned()
-                        .unwrap_or_else(|| json!({})),
-                };
-                inputs.push(Input {
-                    property,
-                    schema,
-                    description: parameter.get("description"),
-                    required: location == "path"
-                        || parameter.get("required") == Some(&Value::Bool(true)),
-                });
+/// The parameters that are agent input, with their property names: the one naming rule that
+/// the importer and the request builder (`super::binding`) both follow.
+pub(super) fn inputs<'d>(
+    resolver: &Resolver<'d>,
+    credentials: &HashSet<(String, String)>,
+    op: &Operation<'d>,
+    at: &str,
+) -> Result<Vec<Input<'d>>, String> {
+    // Operation parameters override path-level ones with the same name and location.
+    let mut parameters: Vec<&'d Map<String, Value>> = Vec::new();
+    let lists = [
+        op.path_parameters,
+        op.operation.get("parameters").and_then(Value::as_array),
+    ];
+    for parameter in lists.into_iter().flatten().flatten() {
+        let parameter = resolver.follow(parameter, &format!("{at} parameters"))?;
+        let key = |p: &Map<String, Value>| (p.get("name").cloned(), p.get("in").cloned());
+        parameters.retain(|p| key(p) != key(parameter));
+        parameters.push(parameter);
+    }
+    let has_body = op.operation.contains_key("requestBody");
+    let mut taken: HashSet<String> = has_body.then(|| "body".to_owned()).into_iter().collect();
+    let mut inputs = Vec::new();
+    for location in LOCATIONS {
+        for parameter in &parameters {
+            if parameter.get("in").and_then(Value::as_str) != Some(location) {
+                continue;
             }
+            let Some(name) = parameter.get("name").and_then(Value::as_str) else {
+                return Err(format!("a {location} parameter has no name"));
+            };
+            if is_credential(credentials, location, name) {
+                continue;
+            }
+            let mut property = name.to_owned();
+            if taken.contains(&property) {
+                property = format!("{location}_{name}");
+            }
+            let mut n = 2;
+            while taken.contains(&property) {
+                property = format!("{location}_{name}_{n}");
+                n += 1;
+            }
+            taken.insert(property.clone());
+            let schema = match parameter.get("schema") {
+                Some(schema) => schema.clone(),
+                None => parameter
+                    .get("content")
+                    .and_then(Value::as_object)
+                    .and_then(|content| content.values().next())
+                    .and_then(|media| media.get("schema"))
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
+            };
+            inputs.push(Input {
+                property,
+                location,
+                name,
+                parameter,
+                schema,
+                description: parameter.get("description"),
+                required: location == "path"
+                    || parameter.get("required") == Some(&Value::Bool(true)),
+            });
         }
-        Ok(inputs)
     }
+    Ok(inputs)
+}
 
-    fn is_credential(&self, location: &str, name: &str) -> bool {
-        (location == "header" && CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-            || self
-                .credentials
-                .contains(&(location.to_owned(), normalized(location, name)))
-    }
+fn is_credential(credentials: &HashSet<(String, String)>, location: &str, name: &str) -> bool {
+    (location == "header" && CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+        || credentials.contains(&(location.to_owned(), normalized(location, name)))
 }
 
 fn input_schema(
@@ -260,16 +272,16 @@ fn is_json(media: &str) -> bool {
 }
 
 /// The request body's schema: JSON first, then forms, then any media type with a schema.
-fn body_of(body: &Map<String, Value>) -> Option<Body<'_>> {
+pub(super) fn body_of(body: &Map<String, Value>) -> Option<Body<'_>> {
     let content = body.get("content")?.as_object()?;
     let with_schema = |media: &str| content.get(media).and_then(|m| m.get("schema"));
-    let (media, schema) = if let Some(schema) = with_schema("application/json") {
-        (None, schema)
-    } else if let Some((_, schema)) = content
+    let (content_type, schema) = if let Some(schema) = with_schema("application/json") {
+        ("application/json".to_owned(), schema)
+    } else if let Some((media, schema)) = content
         .iter()
         .find_map(|(media, m)| Some((media, m.get("schema")?)).filter(|(k, _)| is_json(k)))
     {
-        (None, schema)
+        (essence(media), schema)
     } else {
         let preferred = ["application/x-www-form-urlencoded", "multipart/form-data"];
         let (media, schema) = preferred
@@ -285,11 +297,18 @@ fn body_of(body: &Map<String, Value>) -> Option<Body<'_>> {
                     .iter()
                     .find_map(|(media, m)| Some((media, m.get("schema")?)))
             })?;
-        (Some(essence(media)), schema)
+        return Some(Body {
+            schema,
+            media: Some(essence(media)),
+            content_type: essence(media),
+            description: body.get("description"),
+            required: body.get("required") == Some(&Value::Bool(true)),
+        });
     };
     Some(Body {
         schema,
-        media,
+        media: None,
+        content_type,
         description: body.get("description"),
         required: body.get("required") == Some(&Value::Bool(true)),
     })

@@ -1,0 +1,288 @@
+//! Executing a tool call against the tool's upstream, after the caller has decided that the
+//! call is allowed and checked its arguments ([`check_arguments`]).
+//!
+//! - `mcp` sources: `tools/call` on the source's MCP server, over one pooled session per source
+//!   ([`mcp`]); the server's `CallToolResult` is passed through.
+//! - `openapi` sources: the HTTP request the operation describes ([`openapi`], built by
+//!   [`request`]); the answer becomes text content, plus `structuredContent` when the tool has
+//!   an object output schema ([`response`]).
+//! - `manual` and `tool-service` sources: toolgate cannot execute their tools
+//!   ([`CallOutcome::NotExecutable`]).
+//!
+//! What goes upstream is the source's configured headers and the call's arguments, never the
+//! agent's token or anything else of the agent's request. Every failure is a result, not an
+//! error: a `CallToolResult` with `isError: true` whose text says what happened, and a
+//! [`CallOutcome`] for metrics. Every call is bounded ([`CallLimits`]: time, answer size) and is
+//! one `call tool` span carrying the tool id, source type, outcome and upstream status — never
+//! the arguments or the result.
+
+pub mod arguments;
+mod mcp;
+mod openapi;
+mod pool;
+pub mod request;
+mod response;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tracing::field::Empty;
+
+use crate::domain::model::{SOURCE_TOOL_SERVICE, Source, Tool};
+
+pub use arguments::{ArgumentError, ValidatorCache, check_arguments};
+
+/// How long an idle upstream connection is kept for the next call.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// How long a call may take and how large an answer may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// The whole call: a session handshake or document fetch it needs included.
+    pub timeout: Duration,
+    /// The upstream's answer body; a larger one is [`CallOutcome::TooLarge`].
+    pub max_response_bytes: usize,
+}
+
+impl Default for CallLimits {
+    /// 30 s and 4 MiB.
+    fn default() -> Self {
+        CallLimits {
+            timeout: Duration::from_secs(30),
+            max_response_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// What became of a call, for metrics (a small closed set, so fit to be a label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The upstream answered and the tool did not report an error.
+    Ok,
+    /// The tool reported an error (`isError`, a JSON-RPC error, a non-2xx answer), or the
+    /// arguments cannot make a request.
+    ToolError,
+    /// No answer within [`CallLimits::timeout`].
+    Timeout,
+    /// The upstream could not be reached (refused, unresolvable).
+    Unreachable,
+    /// The answer was larger than [`CallLimits::max_response_bytes`].
+    TooLarge,
+    /// The upstream answered with something that is not a usable answer.
+    BadUpstream,
+    /// toolgate cannot execute this tool (its source type, or what its operation needs).
+    NotExecutable,
+}
+
+impl CallOutcome {
+    /// Every outcome, in declaration order.
+    pub const ALL: [CallOutcome; 7] = [
+        CallOutcome::Ok,
+        CallOutcome::ToolError,
+        CallOutcome::Timeout,
+        CallOutcome::Unreachable,
+        CallOutcome::TooLarge,
+        CallOutcome::BadUpstream,
+        CallOutcome::NotExecutable,
+    ];
+
+    /// The outcome's name in metrics and spans.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::ToolError => "tool_error",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::Unreachable => "unreachable",
+            CallOutcome::TooLarge => "too_large",
+            CallOutcome::BadUpstream => "bad_upstream",
+            CallOutcome::NotExecutable => "not_executable",
+        }
+    }
+}
+
+/// What a call gives back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallResult {
+    /// The MCP CallToolResult object: `{"content": [...], "structuredContent"?: {...},
+    /// "isError": bool}`.
+    pub result: Value,
+    pub outcome: CallOutcome,
+    /// HTTP status of the upstream answer, when there was one.
+    pub upstream_status: Option<u16>,
+}
+
+impl CallResult {
+    /// A result with one text block and `isError: true`.
+    pub fn failure(outcome: CallOutcome, text: impl Into<String>, status: Option<u16>) -> Self {
+        CallResult {
+            result: json!({"content": [{"type": "text", "text": text.into()}], "isError": true}),
+            outcome,
+            upstream_status: status,
+        }
+    }
+}
+
+/// The call adapter: one HTTP client, the pooled MCP sessions and the cached OpenAPI
+/// documents. One per server, shared by every call.
+pub struct Upstream {
+    limits: CallLimits,
+    /// `None` when the HTTP client could not be built (its TLS setup failed): every call that
+    /// needs it then says so.
+    client: Option<reqwest::Client>,
+    sessions: mcp::Sessions,
+    documents: openapi::Documents,
+    validators: ValidatorCache,
+}
+
+impl Upstream {
+    /// An adapter whose calls keep to `limits`.
+    pub fn new(limits: CallLimits) -> Upstream {
+        let client = reqwest::Client::builder()
+            .connect_timeout(limits.timeout.min(Duration::from_secs(10)))
+            // Below the 5 s keep-alive of common servers (uvicorn, Node): a connection is
+            // dropped here before the server closes it, never reused as it closes.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .redirect(response::same_origin_redirects())
+            .build()
+            .map_err(|error| tracing::error!(%error, "cannot build the upstream HTTP client"))
+            .ok();
+        Upstream {
+            limits,
+            client,
+            sessions: mcp::Sessions::default(),
+            documents: openapi::Documents::default(),
+            validators: ValidatorCache::default(),
+        }
+    }
+
+    /// The limits calls keep to.
+    pub fn limits(&self) -> CallLimits {
+        self.limits
+    }
+
+    /// [`check_arguments`] against `tool`'s input schema, with its compiled validator kept for
+    /// the next call of the tool.
+    pub fn check_arguments(
+        &self,
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> Result<(), ArgumentError> {
+        // The validator reads a `Value`: one copy of the (small) arguments.
+        let arguments = Value::Object(arguments.clone());
+        self.validators.check(&tool.input_schema, &arguments)
+    }
+
+    /// Executes `tool` of `source` with `arguments` (already authorized and validated).
+    pub async fn call(
+        &self,
+        source: &Source,
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> CallResult {
+        let span = tracing::info_span!(
+            "call tool",
+            otel.name = "call tool",
+            tool.id = %tool.id,
+            "source.type" = %source.source_type,
+            outcome = Empty,
+            upstream.status = Empty,
+        );
+        let timeout = self.limits.timeout;
+        let execute = async {
+            match tokio::time::timeout(timeout, self.execute(source, tool, arguments)).await {
+                Ok(result) => result,
+                Err(_) => CallResult::failure(
+                    CallOutcome::Timeout,
+                    format!(
+                        "the upstream did not answer within {} s (timed out)",
+                        timeout.as_secs_f64()
+                    ),
+                    None,
+                ),
+            }
+        };
+        let result = crate::telemetry::in_span(&span, execute).await;
+        span.record("outcome", result.outcome.name());
+        if let Some(status) = result.upstream_status {
+            span.record("upstream.status", status);
+        }
+        tracing::debug!(parent: &span, outcome = result.outcome.name(), "tool called");
+        result
+    }
+
+    async fn execute(
+        &self,
+        source: &Source,
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> CallResult {
+        let Some(client) = &self.client else {
+            return CallResult::failure(
+                CallOutcome::Unreachable,
+                "toolgate's HTTP client could not be set up, so no upstream can be called",
+                None,
+            );
+        };
+        match source.source_type.as_str() {
+            "mcp" => mcp::call(&self.sessions, client, self.limits, source, tool, arguments).await,
+            "openapi" => {
+                let call = openapi::Call {
+                    client,
+                    limits: self.limits,
+                    documents: &self.documents,
+                };
+                call.run(source, tool, arguments).await
+            }
+            other => not_executable(other),
+        }
+    }
+}
+
+/// The answer for a tool of a source type toolgate does not execute.
+fn not_executable(source_type: &str) -> CallResult {
+    let text = match source_type {
+        SOURCE_TOOL_SERVICE => {
+            "toolgate cannot execute tools of a tool-service source: they are run by the service \
+             that listens on the source's request queue. Call that service directly (toolgate \
+             answers whether the call is allowed at POST /access/v1/evaluation)."
+                .to_owned()
+        }
+        "manual" => "toolgate cannot execute tools of a manual source: it does not know where \
+                     they run. Call the tool's service directly (toolgate answers whether the \
+                     call is allowed at POST /access/v1/evaluation)."
+            .to_owned(),
+        other => format!("toolgate cannot execute tools of a '{other}' source"),
+    };
+    CallResult::failure(CallOutcome::NotExecutable, text, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_names_are_distinct_and_all_listed() {
+        let names: std::collections::BTreeSet<&str> =
+            CallOutcome::ALL.iter().map(|o| o.name()).collect();
+        assert_eq!(names.len(), CallOutcome::ALL.len());
+        assert_eq!(CallOutcome::Ok.name(), "ok");
+        assert_eq!(CallOutcome::NotExecutable.name(), "not_executable");
+    }
+
+    #[test]
+    fn the_default_limits_are_30_seconds_and_4_mib() {
+        let limits = CallLimits::default();
+        assert_eq!(limits.timeout, Duration::from_secs(30));
+        assert_eq!(limits.max_response_bytes, 4 << 20);
+    }
+
+    #[test]
+    fn a_failure_is_one_text_block_with_is_error() {
+        let result = CallResult::failure(CallOutcome::Timeout, "late", Some(504));
+        assert_eq!(
+            result.result,
+            json!({"content": [{"type": "text", "text": "late"}], "isError": true})
+        );
+        assert_eq!(result.upstream_status, Some(504));
+    }
+}
