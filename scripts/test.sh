@@ -2,7 +2,8 @@
 # Runs the whole test suite on a fresh machine: installs what the tests need when it is
 # missing (redis-server from Debian's packages; the official MCP Python SDK in .venv-mcp for the
 # ingestion tests' real MCP server; nx-27017, a MongoDB wire-protocol server, in .venv-mongo for
-# the MongoDB store tests), then runs every test target.
+# the MongoDB store tests; the official MCP SDK clients for the /mcp tests, by
+# scripts/mcp_clients.sh), then runs every test target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,5 +31,9 @@ if [ ! -x .venv-mongo/bin/nx-27017 ]; then
   .venv-mongo/bin/pip install --quiet --disable-pip-version-check \
     nx-27017==0.8.1 neosqlite==1.17.2 pymongo==4.20.0
 fi
+
+# The official MCP SDK clients (Python, TypeScript v1 and v2) that the /mcp tests drive
+# (tests/mcp_clients/README.md); prints nothing when they are already installed.
+scripts/mcp_clients.sh
 
 cargo test --locked "$@"

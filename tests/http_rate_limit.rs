@@ -38,6 +38,7 @@ async fn limited_gateway() -> (Gateway, tempfile::TempDir) {
         streams: budget,
         admin_writes: budget,
         decisions: budget,
+        tool_calls: budget,
     };
     let gateway = Gateway::start_with(config).await;
     (gateway, dir)

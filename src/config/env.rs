@@ -10,7 +10,8 @@ use crate::domain::model::ClaimMatcher;
 use super::layer::{self, BudgetLayer, Layer};
 use super::{ConfigError, Environment, Secret};
 
-/// Every variable toolgate reads; any other `TOOLGATE_*` variable is reported as a likely typo.
+/// Every variable toolgate reads besides the MCP endpoint's ([`super::mcp::VARIABLES`]); any
+/// other `TOOLGATE_*` variable is reported as a likely typo.
 pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_CONFIG",
     "TOOLGATE_LISTEN",
@@ -46,6 +47,8 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_RATE_LIMIT_ADMIN_WRITES_BURST",
     "TOOLGATE_RATE_LIMIT_DECISIONS_PER_SEC",
     "TOOLGATE_RATE_LIMIT_DECISIONS_BURST",
+    "TOOLGATE_RATE_LIMIT_TOOL_CALLS_PER_SEC",
+    "TOOLGATE_RATE_LIMIT_TOOL_CALLS_BURST",
 ];
 
 /// The standard OpenTelemetry variables toolgate reads itself (the SDK reads the other
@@ -146,6 +149,8 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         streams: budget("STREAMS")?,
         admin_writes: budget("ADMIN_WRITES")?,
         decisions: budget("DECISIONS")?,
+        tool_calls: budget("TOOL_CALLS")?,
+        mcp: super::mcp::McpLayer::from_env(env)?,
     })
 }
 
@@ -166,7 +171,7 @@ fn admin_rule(text: &str) -> Result<Vec<ClaimMatcher>, ConfigError> {
 /// `TOOLGATE_*` variables that toolgate does not read, most likely misspelt.
 pub(super) fn unknown_variables(env: &Environment) -> Vec<String> {
     env.toolgate_names()
-        .filter(|name| !KNOWN_VARIABLES.contains(name))
+        .filter(|name| !KNOWN_VARIABLES.contains(name) && !super::mcp::VARIABLES.contains(name))
         .map(str::to_owned)
         .collect()
 }

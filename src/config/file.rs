@@ -30,6 +30,8 @@ struct FileConfig {
     telemetry: TelemetrySection,
     #[serde(default)]
     rate_limits: RateLimitsSection,
+    #[serde(default)]
+    mcp: super::mcp::McpSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,6 +108,8 @@ struct RateLimitsSection {
     admin_writes_burst: Option<u64>,
     decisions_per_sec: Option<u64>,
     decisions_burst: Option<u64>,
+    tool_calls_per_sec: Option<u64>,
+    tool_calls_burst: Option<u64>,
 }
 
 /// Reads and checks the file at `path`.
@@ -210,5 +214,11 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             limits.decisions_per_sec,
             limits.decisions_burst,
         )?,
+        tool_calls: budget(
+            "tool_calls",
+            limits.tool_calls_per_sec,
+            limits.tool_calls_burst,
+        )?,
+        mcp: super::mcp::McpLayer::from_file(file.mcp, &place)?,
     })
 }

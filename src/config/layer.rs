@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use crate::domain::claims::{ClaimPath, CompiledMatcher};
 use crate::domain::model::ClaimMatcher;
 
+pub(super) use super::number::{at_least_one, integer};
 use super::{ConfigError, LogFormat, Secret};
 use crate::telemetry::OtlpProtocol;
 
@@ -48,6 +49,8 @@ pub(super) struct Layer {
     pub streams: BudgetLayer,
     pub admin_writes: BudgetLayer,
     pub decisions: BudgetLayer,
+    pub tool_calls: BudgetLayer,
+    pub mcp: super::mcp::McpLayer,
 }
 
 /// One rate-limit class as one source gives it; `per_second` 0 means "not limited".
@@ -104,6 +107,8 @@ impl Layer {
             streams: self.streams.overlaid_by(higher.streams),
             admin_writes: self.admin_writes.overlaid_by(higher.admin_writes),
             decisions: self.decisions.overlaid_by(higher.decisions),
+            tool_calls: self.tool_calls.overlaid_by(higher.tool_calls),
+            mcp: self.mcp.overlaid_by(higher.mcp),
         }
     }
 }
@@ -122,14 +127,6 @@ pub(super) fn listen_address(setting: &str, text: &str) -> Result<SocketAddr, Co
     })
 }
 
-/// A count or a number of seconds that must be at least 1.
-pub(super) fn at_least_one(setting: &str, value: u64) -> Result<u64, ConfigError> {
-    if value == 0 {
-        return Err(ConfigError::invalid(setting, "must be at least 1, found 0"));
-    }
-    Ok(value)
-}
-
 /// `true` or `false` given as text (environment variables).
 pub(super) fn boolean(setting: &str, text: &str) -> Result<bool, ConfigError> {
     match text.trim() {
@@ -140,16 +137,6 @@ pub(super) fn boolean(setting: &str, text: &str) -> Result<bool, ConfigError> {
             format!("'{other}' is not a boolean; expected true or false"),
         )),
     }
-}
-
-/// A non-negative integer given as text (environment variables).
-pub(super) fn integer(setting: &str, text: &str) -> Result<u64, ConfigError> {
-    text.trim().parse().map_err(|_| {
-        ConfigError::invalid(
-            setting,
-            format!("'{text}' is not a whole number; expected e.g. 30"),
-        )
-    })
 }
 
 /// The status of a denied single decision when it should not be 200: a client error (4xx),

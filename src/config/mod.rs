@@ -18,6 +18,8 @@ mod environment;
 mod error;
 mod file;
 mod layer;
+mod mcp;
+mod number;
 mod secret;
 #[cfg(test)]
 mod tests;
@@ -161,6 +163,8 @@ pub struct Settings {
     pub otel_service_name: String,
     /// Requests per subject and route class.
     pub rate_limits: RateLimits,
+    /// The MCP endpoint's settings.
+    pub mcp: crate::http::mcp::McpSettings,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
     pub warnings: Vec<String>,
 }
@@ -283,7 +287,9 @@ impl Settings {
                 streams: budget(layer.streams, defaults.streams),
                 admin_writes: budget(layer.admin_writes, defaults.admin_writes),
                 decisions: budget(layer.decisions, defaults.decisions),
+                tool_calls: budget(layer.tool_calls, defaults.tool_calls),
             },
+            mcp: layer.mcp.settings(),
             warnings,
         }
     }

@@ -16,6 +16,7 @@ mod glob;
 pub mod impact;
 pub mod manifest;
 pub mod manifest_diff;
+pub mod mcp;
 pub mod model;
 pub mod operator;
 pub mod pattern;

@@ -114,6 +114,18 @@ impl Snapshot {
         evaluation: &'s Evaluation,
         after: Option<&str>,
     ) -> impl Iterator<Item = &'s str> + 's {
+        self.listed_indices(evaluation, after)
+            .map(|t| self.tools[t].id.as_str())
+    }
+
+    /// The snapshot indices of the tools the manifest of `evaluation` lists, ascending, from the
+    /// first one whose id comes after `after` (every one when `None`). Nothing for an
+    /// evaluation of another revision.
+    pub(super) fn listed_indices<'s>(
+        &'s self,
+        evaluation: &'s Evaluation,
+        after: Option<&str>,
+    ) -> impl Iterator<Item = usize> + 's {
         let start = match after {
             None => 0,
             Some(after) => self.tools.partition_point(|tool| tool.id.as_str() <= after),
@@ -123,7 +135,6 @@ impl Snapshot {
             .listed
             .ones()
             .filter(move |&t| same_revision && t >= start)
-            .map(|t| self.tools[t].id.as_str())
     }
 
     /// Why `tool_id` is or is not in the manifest of `evaluation`. For an evaluation of another

@@ -31,6 +31,11 @@ pub enum ApiError {
     NotFound(String),
     /// The path is known but not with this method: 405 (the router adds `Allow`).
     MethodNotAllowed(String),
+    /// The client does not accept any representation the endpoint gives (MCP's GET stream
+    /// without `text/event-stream` in `Accept`): 406.
+    NotAcceptable(String),
+    /// A body in a media type the endpoint does not read: 415.
+    UnsupportedMediaType(String),
     /// The limit, and what to do instead where there is a better way (a source's document).
     PayloadTooLarge(usize, Option<&'static str>),
     Unauthorized(AuthError),
@@ -98,6 +103,16 @@ impl ApiError {
                 "method-not-allowed",
                 "Method not allowed",
             ),
+            ApiError::NotAcceptable(_) => (
+                StatusCode::NOT_ACCEPTABLE,
+                "not-acceptable",
+                "Not acceptable",
+            ),
+            ApiError::UnsupportedMediaType(_) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+            ),
             ApiError::PayloadTooLarge(..) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
@@ -134,6 +149,8 @@ impl ApiError {
             ApiError::Malformed(detail)
             | ApiError::NotFound(detail)
             | ApiError::MethodNotAllowed(detail)
+            | ApiError::NotAcceptable(detail)
+            | ApiError::UnsupportedMediaType(detail)
             | ApiError::Forbidden(detail)
             | ApiError::BadGateway(detail)
             | ApiError::PreconditionFailed(detail)

@@ -154,6 +154,18 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// The body as bytes, at most the body limit (413 beyond it): for endpoints that read their
+/// own format (MCP's JSON-RPC).
+pub struct RawBody(pub Bytes);
+
+impl FromRequest<AppState> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        read_body(request, state.body_limit).await.map(RawBody)
+    }
+}
+
 /// An optional JSON body: empty (or only whitespace) is `None`; otherwise as [`JsonBody`].
 pub struct OptionalJsonBody<T>(pub Option<T>);
 

@@ -41,6 +41,8 @@ pub enum RouteClass {
     AdminWrites,
     /// The AuthZEN decision requests (`POST /access/v1/…`): a batch counts once.
     Decisions,
+    /// MCP `tools/call`: each call goes to an upstream on the caller's behalf.
+    ToolCalls,
 }
 
 impl RouteClass {
@@ -51,15 +53,17 @@ impl RouteClass {
             RouteClass::Streams => "streams",
             RouteClass::AdminWrites => "admin_writes",
             RouteClass::Decisions => "decisions",
+            RouteClass::ToolCalls => "tool_calls",
         }
     }
 
     /// Every class, in the order the settings list them.
-    pub const ALL: [RouteClass; 4] = [
+    pub const ALL: [RouteClass; 5] = [
         RouteClass::AgentReads,
         RouteClass::Streams,
         RouteClass::AdminWrites,
         RouteClass::Decisions,
+        RouteClass::ToolCalls,
     ];
 }
 
@@ -89,6 +93,7 @@ pub struct RateLimits {
     pub streams: Option<Budget>,
     pub admin_writes: Option<Budget>,
     pub decisions: Option<Budget>,
+    pub tool_calls: Option<Budget>,
 }
 
 /// 100 manifest reads per second per subject, bursts of 200: far above what an agent needs
@@ -105,6 +110,10 @@ pub const DEFAULT_ADMIN_WRITES: Budget = budget(20, 100);
 /// with one identity of its own for every tool call of many agents (or forwards each agent's
 /// token, which then spends that agent's budget); the limit is there for a runaway loop.
 pub const DEFAULT_DECISIONS: Budget = budget(1000, 2000);
+/// 20 tool calls per second per subject, bursts of 100: an agent's calls wait on a model and an
+/// upstream, so this is far above one agent's pace; it stops a loop from hammering upstreams
+/// through the gateway.
+pub const DEFAULT_TOOL_CALLS: Budget = budget(20, 100);
 
 const fn budget(per_second: u32, burst: u32) -> Budget {
     match Budget::new(per_second, burst) {
@@ -120,6 +129,7 @@ impl Default for RateLimits {
             streams: Some(DEFAULT_STREAMS),
             admin_writes: Some(DEFAULT_ADMIN_WRITES),
             decisions: Some(DEFAULT_DECISIONS),
+            tool_calls: Some(DEFAULT_TOOL_CALLS),
         }
     }
 }
@@ -131,6 +141,7 @@ impl RateLimits {
         streams: None,
         admin_writes: None,
         decisions: None,
+        tool_calls: None,
     };
 
     /// The budget of `class`.
@@ -140,6 +151,7 @@ impl RateLimits {
             RouteClass::Streams => self.streams,
             RouteClass::AdminWrites => self.admin_writes,
             RouteClass::Decisions => self.decisions,
+            RouteClass::ToolCalls => self.tool_calls,
         }
     }
 }
@@ -181,6 +193,7 @@ pub struct Limiters {
     streams: Option<Buckets>,
     admin_writes: Option<Buckets>,
     decisions: Option<Buckets>,
+    tool_calls: Option<Buckets>,
 }
 
 impl Limiters {
@@ -199,6 +212,7 @@ impl Limiters {
             streams: buckets(limits.streams),
             admin_writes: buckets(limits.admin_writes),
             decisions: buckets(limits.decisions),
+            tool_calls: buckets(limits.tool_calls),
             clock,
         }
     }
@@ -209,6 +223,7 @@ impl Limiters {
             RouteClass::Streams => self.streams.as_ref(),
             RouteClass::AdminWrites => self.admin_writes.as_ref(),
             RouteClass::Decisions => self.decisions.as_ref(),
+            RouteClass::ToolCalls => self.tool_calls.as_ref(),
         }
     }
 
@@ -280,6 +295,7 @@ mod tests {
             streams: budget,
             admin_writes: budget,
             decisions: budget,
+            tool_calls: budget,
         }
     }
 

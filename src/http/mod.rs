@@ -11,6 +11,7 @@ mod bench;
 pub mod errors;
 pub mod extract;
 pub mod limit;
+pub mod mcp;
 pub mod openapi;
 mod ops;
 mod request_metrics;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub refresh_log: Arc<crate::service::RefreshLog>,
     /// Every catalog write.
     pub commands: Arc<Commands>,
+    /// The MCP endpoint: its sessions, notification streams and listing.
+    pub mcp: Arc<mcp::McpEndpoint>,
 }
 
 impl AppState {
@@ -106,6 +109,8 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
     Router::new()
         .merge(api)
         .merge(stream::routes())
+        .merge(mcp::routes())
+        .merge(mcp::open_routes())
         .merge(ops::routes())
         .merge(authzen::open_routes())
         .fallback(ops::not_found)

@@ -82,7 +82,12 @@ async fn stream_tools(
         state.sse_ping,
         agent.token.expires_at,
     );
-    Ok((
+    Ok(event_stream(Body::from_stream(connection.into_stream())))
+}
+
+/// A `text/event-stream` response with `body`, uncached, and unbuffered by nginx-style proxies.
+pub fn event_stream(body: Body) -> Response {
+    (
         StatusCode::OK,
         [
             (
@@ -90,13 +95,12 @@ async fn stream_tools(
                 HeaderValue::from_static("text/event-stream"),
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            // Tells nginx-style proxies not to buffer the stream.
             (
                 header::HeaderName::from_static("x-accel-buffering"),
                 HeaderValue::from_static("no"),
             ),
         ],
-        Body::from_stream(connection.into_stream()),
+        body,
     )
-        .into_response())
+        .into_response()
 }

@@ -23,10 +23,12 @@ use crate::cache::redis::{SharedCache, SharedKey};
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
 use crate::http::limit::{Limiters, RateLimits, RouteClass};
+use crate::http::mcp::session::Sessions;
+use crate::http::mcp::{McpEndpoint, McpSettings};
 use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{
-    CatalogService, CommandError, Commands, Decisions, Manifests, RefreshLog, WriteError,
+    CatalogService, CommandError, Commands, Decisions, Manifests, McpTools, RefreshLog, WriteError,
 };
 use crate::store::CatalogStore;
 use crate::store::embedded::EmbeddedStore;
@@ -34,6 +36,7 @@ use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::observed::ObservedStore;
 use crate::stream::{HubLimits, StreamHub};
 use crate::telemetry::{Metrics, OtlpSettings};
+use crate::upstream::{CallLimits, Upstream};
 
 mod activity;
 pub mod fd_limit;
@@ -104,6 +107,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         redis_url: settings.redis_url.clone(),
         redis_secret: settings.redis_secret.clone(),
         revision_poll,
+        mcp: settings.mcp.clone(),
     };
     let running = start(config, shutdown_signal()).await?;
     // One line on stdout that scripts (and the tests) read to find the bound address.
@@ -207,6 +211,8 @@ pub struct ServerConfig {
     /// How often to compare the store's revision with the local one, whatever the bus says;
     /// `None` when this instance is the store's only user.
     pub revision_poll: Option<Duration>,
+    /// The MCP endpoint's settings.
+    pub mcp: McpSettings,
 }
 
 impl ServerConfig {
@@ -241,6 +247,7 @@ impl ServerConfig {
             redis_url: None,
             redis_secret: None,
             revision_poll: None,
+            mcp: McpSettings::default(),
         }
     }
 }
@@ -300,6 +307,7 @@ pub async fn start(
         seed_if_empty(&commands, seed).await?;
     }
     let hmac_secret = config.auth.hmac_secret.clone();
+    let issuer = config.auth.issuer.clone();
     let verifier = Verifier::new(config.auth)
         .await
         .context("setting up token verification")?;
@@ -326,6 +334,32 @@ pub async fn start(
         Arc::clone(&manifests),
     );
     hub.spawn(&catalog);
+    // MCP notification streams have a hub of their own: capped per subject apart from the SSE
+    // streams, fanned out from the same revisions.
+    let mcp_hub = StreamHub::new(
+        HubLimits {
+            max_streams_per_subject: config.mcp.sessions.per_subject,
+            queue_bytes: config.sse_queue_bytes,
+        },
+        Arc::clone(&manifests),
+    );
+    mcp_hub.spawn(&catalog);
+    let decisions = Arc::new(Decisions::new(config.cache_capacity));
+    let mcp = Arc::new(McpEndpoint {
+        tools: McpTools::new(
+            Arc::clone(&decisions),
+            Arc::clone(&manifests),
+            Upstream::new(CallLimits {
+                timeout: config.mcp.call_timeout,
+                max_response_bytes: config.mcp.call_max_bytes,
+            }),
+            config.mcp.page_size,
+        ),
+        sessions: Sessions::new(config.mcp.sessions),
+        hub: mcp_hub,
+        issuer,
+        settings: config.mcp,
+    });
     let authz_deny_status = match config.authz_deny_status {
         Some(status) => Some(
             axum::http::StatusCode::from_u16(status)
@@ -336,7 +370,7 @@ pub async fn start(
     let state = AppState {
         catalog,
         manifests,
-        decisions: Arc::new(Decisions::new(config.cache_capacity)),
+        decisions,
         authz_deny_status,
         verifier,
         admin_rule: Arc::new(config.admin_rule),
@@ -348,6 +382,7 @@ pub async fn start(
         limits: Arc::new(Limiters::new(config.rate_limits)),
         refresh_log,
         commands,
+        mcp,
     };
     observed::register(
         &metrics,
@@ -358,6 +393,7 @@ pub async fn start(
             catalog: Arc::downgrade(&state.catalog),
             redis: state.redis.as_ref().map(Arc::downgrade),
             shared: state.manifests.shared().map(Arc::downgrade),
+            mcp: Arc::downgrade(&state.mcp),
         },
     );
     let addr = listener.local_addr()?;
@@ -370,9 +406,11 @@ pub async fn start(
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.
     let hub = Arc::clone(&state.hub);
+    let mcp_hub = Arc::clone(&state.mcp.hub);
     let shutdown = async move {
         shutdown.await;
         hub.close();
+        mcp_hub.close();
     };
     let connections = config.connections;
     let served_metrics = Arc::clone(&metrics);

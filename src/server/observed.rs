@@ -6,6 +6,7 @@
 use std::sync::Weak;
 
 use crate::cache::redis::SharedCache;
+use crate::http::mcp::McpEndpoint;
 use crate::redis_link::RedisLink;
 use crate::service::{CatalogService, Decisions, Manifests};
 use crate::stream::StreamHub;
@@ -20,6 +21,7 @@ pub struct Observed {
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
     pub shared: Option<Weak<SharedCache>>,
+    pub mcp: Weak<McpEndpoint>,
 }
 
 /// The readings of `part`, or none once it has gone away.
@@ -52,6 +54,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         catalog,
         redis,
         shared,
+        mcp,
     } = gateway;
     use ReadingKind::{Counter, Gauge};
     metrics.observe(
@@ -111,6 +114,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
             })
         },
     );
+    register_mcp(metrics, mcp);
     if let Some(redis) = redis {
         register_redis(metrics, redis);
     }
@@ -123,6 +127,30 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
             move || read(&shared, |shared| vec![Reading::of(shared.rejected_count())]),
         );
     }
+}
+
+fn register_mcp(metrics: &Metrics, mcp: Weak<McpEndpoint>) {
+    let sessions = mcp.clone();
+    metrics.observe(
+        ReadingKind::Gauge,
+        "toolgate.mcp.sessions",
+        "Live MCP sessions (2025 revisions) on this instance",
+        move || {
+            read(&sessions, |mcp| {
+                vec![Reading::of(mcp.sessions.count() as u64)]
+            })
+        },
+    );
+    metrics.observe(
+        ReadingKind::Gauge,
+        "toolgate.mcp.streams",
+        "Open MCP notification streams (GET /mcp and subscriptions/listen)",
+        move || {
+            read(&mcp, |mcp| {
+                vec![Reading::of(mcp.hub.subscriber_count() as u64)]
+            })
+        },
+    );
 }
 
 fn register_redis(metrics: &Metrics, redis: Weak<RedisLink>) {

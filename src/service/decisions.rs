@@ -391,11 +391,22 @@ impl Decisions {
         evaluation
     }
 
-    /// The evaluation of `claims` in `scope` at `snapshot`: cached, or made and kept. The key
-    /// projects the claims onto what the snapshot's policies read only: a decision, unlike a
-    /// manifest, never depends on whether the subject is an admin.
+    /// The evaluation of `claims` in `scope` at `snapshot`: cached, or made and kept.
     fn evaluation(&self, snapshot: &Snapshot, claims: &Claims, scope: &Scope) -> Arc<Evaluation> {
-        let key = CacheKey::new(snapshot, &[], claims, scope.options());
+        self.listing(snapshot, claims, scope.options())
+    }
+
+    /// The evaluation of `claims` under the full request `options` of a listing (MCP
+    /// `tools/list`), from the same cache. The key projects the claims onto what the snapshot's
+    /// policies read only: the evaluation, unlike a manifest, never depends on whether the
+    /// subject is an admin (whether it may ask for `include_disabled` is the caller's business).
+    pub fn listing(
+        &self,
+        snapshot: &Snapshot,
+        claims: &Claims,
+        options: ManifestOptions,
+    ) -> Arc<Evaluation> {
+        let key = CacheKey::new(snapshot, &[], claims, options);
         if let Some(hit) = self.cache.get(&key, snapshot.revision()) {
             return hit;
         }

@@ -161,7 +161,7 @@ pub fn tools_event(rendered: &RenderedManifest) -> Bytes {
 }
 
 /// The instant of unix time `exp`, no leeway: already passed means now.
-fn deadline(exp: i64) -> Instant {
+pub(super) fn deadline(exp: i64) -> Instant {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();

@@ -82,6 +82,8 @@ pub struct Metrics {
     refresh_failures: Counter<u64>,
     impact_runs: Counter<u64>,
     impact_duration: Histogram<f64>,
+    /// The MCP endpoint's instruments.
+    pub mcp: super::mcp::McpMetrics,
     routes: RouteNames,
 }
 
@@ -187,6 +189,7 @@ impl Metrics {
                 )
                 .with_boundaries(vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0])
                 .build(),
+            mcp: super::mcp::McpMetrics::new(&meter),
             provider,
             pull,
             meter,

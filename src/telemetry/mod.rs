@@ -11,6 +11,7 @@
 //! `debug` level, which the default log filter disables at their call sites.
 
 pub mod logging;
+pub mod mcp;
 pub mod metrics;
 pub mod observed;
 pub mod otel;

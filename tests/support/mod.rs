@@ -6,6 +6,7 @@ pub mod gateway;
 pub mod jwks_server;
 pub mod keys;
 pub mod logged;
+pub mod mcp_driver;
 pub mod mongo;
 pub mod process;
 pub mod redis;

@@ -104,6 +104,15 @@ impl SseClient {
         })
     }
 
+    /// A stream answered to a request made elsewhere (a POST whose answer is a stream).
+    pub fn from_response(response: reqwest::Response) -> SseClient {
+        SseClient {
+            headers: response.headers().clone(),
+            response,
+            buffer: Vec::new(),
+        }
+    }
+
     /// [`SseClient::open`] that must succeed.
     pub async fn connect(gateway: &Gateway, path: &str, token: &str) -> SseClient {
         match SseClient::open(gateway, path, token, None).await {

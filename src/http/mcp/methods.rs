@@ -1,0 +1,481 @@
+//! What each MCP method answers. `tools/list` and `tools/call` read the manifest and decision
+//! services at the current snapshot; everything else is the protocol's own bookkeeping.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::jsonrpc::{self, Id, RpcError};
+use super::notify::{self, Framing};
+use super::stateless;
+use super::version::Version;
+use super::{Context, json_response, options};
+use crate::http::AppState;
+use crate::http::errors::ApiError;
+use crate::http::extract::Agent;
+use crate::http::limit::RouteClass;
+use crate::service::mcp::{BadCursor, Refused};
+use crate::stream::{SubscribeError, Watch};
+
+/// The methods this server answers, as metric labels; anything else is `other`.
+const METHODS: [&str; 9] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "server/discover",
+    "subscriptions/listen",
+    "notifications/initialized",
+    "notifications/cancelled",
+    "other",
+];
+
+/// The metric label of `method`.
+pub fn label(method: &str) -> &'static str {
+    METHODS
+        .into_iter()
+        .find(|known| *known == method)
+        .unwrap_or("other")
+}
+
+/// The `_meta` key stamping each message of a `subscriptions/listen` stream with its id.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The server's name and version, as `serverInfo`.
+fn server_info() -> Value {
+    json!({"name": "toolgate", "title": "toolgate", "version": env!("CARGO_PKG_VERSION")})
+}
+
+const INSTRUCTIONS: &str = "The tools listed are exactly those this caller's token grants. \
+     The list changes when an administrator changes the catalog: list again on \
+     notifications/tools/list_changed.";
+
+/// What a request is answered with.
+enum Reply {
+    /// A result object (2026-07-28 results get `resultType`).
+    Result(Value),
+    /// A result whose `tools` array is already JSON.
+    Tools {
+        tools: Vec<u8>,
+        rest: Map<String, Value>,
+    },
+    Error(RpcError),
+    /// A whole HTTP response (a stream, or a refusal at the HTTP level).
+    Http(Response),
+}
+
+/// Answers request `id`.
+pub async fn answer(
+    state: &AppState,
+    agent: &Agent,
+    context: Context,
+    id: Id,
+    method: &str,
+    params: Map<String, Value>,
+) -> Response {
+    let mut created_session = None;
+    let reply = match (method, context.version.is_stateless()) {
+        ("initialize", _) => {
+            let (reply, session) = initialize(state, agent, &params);
+            created_session = session;
+            reply
+        }
+        ("ping", false) => Reply::Result(json!({})),
+        ("tools/list", _) => tools_list(state, agent, &context, &params),
+        ("tools/call", _) => tools_call(state, agent, &context, &params).await,
+        ("server/discover", true) => Reply::Result(discover()),
+        ("subscriptions/listen", true) => listen(state, agent, &context, &id, &params).await,
+        _ => Reply::Error(RpcError::new(
+            jsonrpc::METHOD_NOT_FOUND,
+            format!(
+                "method '{method}' is not available in protocol version {}",
+                context.version.as_str()
+            ),
+        )),
+    };
+    let ok = !matches!(reply, Reply::Error(_));
+    state.metrics.mcp.request(label(method), ok);
+    let stateless = context.version.is_stateless();
+    match reply {
+        Reply::Http(response) => response,
+        Reply::Error(error) => error_response(&id, error, stateless),
+        Reply::Result(mut result) => {
+            if stateless && let Some(object) = result.as_object_mut() {
+                object.insert("resultType".into(), json!("complete"));
+            }
+            json_response(
+                jsonrpc::response(Some(&id), Ok(result)),
+                created_session.as_deref(),
+            )
+        }
+        Reply::Tools { tools, mut rest } => {
+            if stateless {
+                rest.insert("resultType".into(), json!("complete"));
+            }
+            json_response(tools_response(&id, &tools, &rest), None)
+        }
+    }
+}
+
+/// The JSON-RPC error answering request `id`. A 2026-07-28 request is answered with the HTTP
+/// status the revision gives the code (400 for a request that cannot be served as sent, 404
+/// for an unknown method); a 2025 one with 200, as those revisions do.
+pub fn error_response(id: &Id, error: RpcError, stateless: bool) -> Response {
+    let status = match error.code {
+        _ if !stateless => StatusCode::OK,
+        jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        jsonrpc::PARSE_ERROR
+        | jsonrpc::INVALID_REQUEST
+        | jsonrpc::INVALID_PARAMS
+        | stateless::HEADER_MISMATCH
+        | stateless::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    let mut response = json_response(jsonrpc::response(Some(id), Err(error)), None);
+    *response.status_mut() = status;
+    response
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":{"tools":<tools>,…rest}}` without parsing `tools` again.
+fn tools_response(id: &Id, tools: &[u8], rest: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(tools.len() + 128);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut out, id).expect("an id always serialises");
+    out.extend_from_slice(b",\"result\":{\"tools\":");
+    out.extend_from_slice(tools);
+    for (key, value) in rest {
+        out.push(b',');
+        serde_json::to_writer(&mut out, key).expect("a key always serialises");
+        out.push(b':');
+        serde_json::to_writer(&mut out, value).expect("a value always serialises");
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// `initialize`: the revision asked for when this server speaks it with sessions, else the
+/// newest it does (the client decides whether it can go on); a new session of the caller.
+fn initialize(
+    state: &AppState,
+    agent: &Agent,
+    params: &Map<String, Value>,
+) -> (Reply, Option<String>) {
+    let Some(asked) = params.get("protocolVersion").and_then(Value::as_str) else {
+        return (
+            Reply::Error(RpcError::invalid_params(
+                "params.protocolVersion: required (the revision the client speaks)",
+            )),
+            None,
+        );
+    };
+    let version = Version::parse(asked)
+        .filter(|version| !version.is_stateless())
+        .unwrap_or(Version::NEWEST_WITH_SESSIONS);
+    let (id, _created) = state.mcp.sessions.create(agent.sub(), version);
+    let result = json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": {"tools": {"listChanged": true}},
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    });
+    (Reply::Result(result), Some(id))
+}
+
+/// `server/discover` (2026-07-28): the same answer for everyone, cacheable for an hour (it
+/// changes only with the server's version).
+fn discover() -> Value {
+    json!({
+        "supportedVersions": Version::ALL.map(Version::as_str),
+        "capabilities": {"tools": {"listChanged": true}},
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+        "ttlMs": 3_600_000,
+        "cacheScope": "public",
+    })
+}
+
+/// The request's manifest options: the URL's, replaced by `_meta`'s; `include_disabled` only
+/// for admins.
+fn request_options(
+    agent: &Agent,
+    context: &Context,
+    params: &Map<String, Value>,
+) -> Result<crate::domain::manifest::ManifestOptions, RpcError> {
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let options = options::with_meta(&context.options, meta)?;
+    if options.include_disabled && !agent.is_admin {
+        return Err(RpcError::invalid_params(
+            "include_disabled requires an admin token",
+        ));
+    }
+    Ok(options)
+}
+
+fn tools_list(
+    state: &AppState,
+    agent: &Agent,
+    context: &Context,
+    params: &Map<String, Value>,
+) -> Reply {
+    if let Err(limited) = state.limit(RouteClass::AgentReads, agent) {
+        return Reply::Http(limited.into_response());
+    }
+    let options = match request_options(agent, context, params) {
+        Ok(options) => options,
+        Err(error) => return Reply::Error(error),
+    };
+    let cursor = match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(cursor)) => Some(cursor.as_str()),
+        Some(_) => {
+            return Reply::Error(RpcError::invalid_params("params.cursor: must be a string"));
+        }
+    };
+    let snapshot = state.catalog.snapshot();
+    let page = match state
+        .mcp
+        .tools
+        .list(&snapshot, agent.claims(), options, cursor)
+    {
+        Ok(page) => page,
+        Err(BadCursor) => {
+            return Reply::Error(RpcError::invalid_params(format!(
+                "params.cursor: {BadCursor}"
+            )));
+        }
+    };
+    let mut rest = Map::new();
+    if let Some(next) = page.next_cursor {
+        rest.insert("nextCursor".into(), Value::String(next));
+    }
+    if context.version.is_stateless() {
+        let ttl = u64::try_from(state.mcp.settings.list_ttl.as_millis()).unwrap_or(u64::MAX);
+        rest.insert("ttlMs".into(), json!(ttl));
+        rest.insert("cacheScope".into(), json!("private"));
+    }
+    rest.insert("_meta".into(), json!({"toolgate/revision": page.revision}));
+    Reply::Tools {
+        tools: page.tools,
+        rest,
+    }
+}
+
+/// `tools/call`: decided, checked, forwarded ([`crate::service::McpTools::call`]); refusals are
+/// -32602, upstream failures are results with `isError`.
+async fn tools_call(
+    state: &AppState,
+    agent: &Agent,
+    context: &Context,
+    params: &Map<String, Value>,
+) -> Reply {
+    let started = Instant::now();
+    if let Err(limited) = state.limit(RouteClass::ToolCalls, agent) {
+        return Reply::Http(limited.into_response());
+    }
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Reply::Error(RpcError::invalid_params(
+            "params.name: required, the name of the tool to call",
+        ));
+    };
+    let empty = Map::new();
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => {
+            return Reply::Error(RpcError::invalid_params(
+                "params.arguments: must be an object",
+            ));
+        }
+    };
+    let options = match request_options(agent, context, params) {
+        Ok(options) => options,
+        Err(error) => return Reply::Error(error),
+    };
+    let snapshot = state.catalog.snapshot();
+    let called = state
+        .mcp
+        .tools
+        .call(&snapshot, agent.claims(), &options, name, arguments)
+        .await;
+    drop(snapshot);
+    let (outcome, reply) = match called {
+        Ok(called) => (called.outcome.name(), Reply::Result(called.result)),
+        Err(Refused::UnknownTool) => (
+            "refused",
+            Reply::Error(RpcError::invalid_params(format!("unknown tool: '{name}'"))),
+        ),
+        Err(Refused::InvalidArguments(error)) => (
+            "invalid_arguments",
+            Reply::Error(
+                RpcError::invalid_params(format!("invalid arguments for tool '{name}': {error}"))
+                    .with_data(json!({"field": error.pointer})),
+            ),
+        ),
+    };
+    state.metrics.mcp.call(outcome, started.elapsed());
+    reply
+}
+
+/// `subscriptions/listen` (2026-07-28): the answer to this POST is the notification stream.
+/// It opens with `notifications/subscriptions/acknowledged` naming what will be sent (of what
+/// was asked, only `toolsListChanged`), carries `notifications/tools/list_changed` exactly when
+/// the caller's manifest changes, every message stamped with the subscription id (the
+/// request's id), and ends with the request's result when the server ends it (token expiry,
+/// shutdown).
+async fn listen(
+    state: &AppState,
+    agent: &Agent,
+    context: &Context,
+    id: &Id,
+    params: &Map<String, Value>,
+) -> Reply {
+    let Some(asked) = params.get("notifications").and_then(Value::as_object) else {
+        return Reply::Error(RpcError::invalid_params(
+            "params.notifications: required, the notifications to receive (e.g. \
+             {\"toolsListChanged\": true})",
+        ));
+    };
+    let options = match request_options(agent, context, params) {
+        Ok(options) => options,
+        Err(error) => return Reply::Error(error),
+    };
+    let meta = json!({SUBSCRIPTION_ID: id});
+    let tools = asked.get("toolsListChanged") == Some(&Value::Bool(true));
+    let honored = if tools {
+        json!({"toolsListChanged": true})
+    } else {
+        json!({})
+    };
+    let acknowledged = jsonrpc::notification(
+        "notifications/subscriptions/acknowledged",
+        Some(json!({"notifications": honored, "_meta": meta})),
+    );
+    let closing = jsonrpc::response(
+        Some(id),
+        Ok(json!({"resultType": "complete", "_meta": meta})),
+    );
+    let context = Context {
+        options,
+        ..context.clone()
+    };
+    let shape = Shape {
+        resumed_from: None,
+        opening: Opening::Event(notify::event(None, &acknowledged)),
+        closing: Some(notify::event(None, &closing)),
+        changes: tools,
+        params: Some(json!({"_meta": meta})),
+    };
+    let opened = stream(state, agent, &context, shape).await;
+    match opened {
+        Ok(response) => Reply::Http(response),
+        Err(error) => Reply::Http(error.into_response()),
+    }
+}
+
+/// How a notification stream starts.
+#[derive(Debug, Clone)]
+pub enum Opening {
+    /// A priming event: the current etag as id, no data (2025-11-25).
+    Priming,
+    /// A comment (2025-06-18 clients read only `data`).
+    Comment,
+    /// This event (the acknowledgement of a 2026-07-28 subscription).
+    Event(bytes::Bytes),
+}
+
+/// The shape of a notification stream besides whose manifest it follows.
+pub struct Shape<'a> {
+    /// The etag the client last heard of (`Last-Event-ID`).
+    pub resumed_from: Option<&'a str>,
+    pub opening: Opening,
+    /// Sent when the server ends the stream.
+    pub closing: Option<bytes::Bytes>,
+    /// Whether to tell of changes at all.
+    pub changes: bool,
+    /// The params of every `list_changed`.
+    pub params: Option<Value>,
+}
+
+/// A notification stream of `agent`'s manifest for the context's options: told exactly when
+/// that manifest changes, ended by the token's `exp` (after a last `list_changed`) and by the
+/// end of the session.
+pub async fn stream(
+    state: &AppState,
+    agent: &Agent,
+    context: &Context,
+    shape: Shape<'_>,
+) -> Result<Response, ApiError> {
+    let Shape {
+        resumed_from,
+        opening,
+        closing,
+        changes,
+        params,
+    } = shape;
+    state.limit(RouteClass::Streams, agent)?;
+    if context.options.include_disabled && !agent.is_admin {
+        return Err(ApiError::Forbidden(
+            "include_disabled requires an admin token".to_owned(),
+        ));
+    }
+    let (subscription, snapshot, key) = state
+        .mcp
+        .hub
+        .subscribe(
+            agent.sub(),
+            agent.claims(),
+            context.options.clone(),
+            &state.catalog,
+        )
+        .map_err(|error| match error {
+            SubscribeError::TooManyStreams { .. } => ApiError::TooManyRequests {
+                detail: format!("{error} (MCP notification streams)"),
+                retry_after_secs: 5,
+            },
+            SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
+        })?;
+    let rendered = state
+        .manifests
+        .resolve(&snapshot, agent.claims(), key)
+        .await;
+    drop(snapshot);
+    let claims = Arc::clone(&subscription.claims);
+    let catalog = Arc::clone(&state.catalog);
+    let manifests = Arc::clone(&state.manifests);
+    let options = context.options.clone();
+    let render =
+        Box::new(move || manifests.resolve_local(&catalog.snapshot(), &claims, options.clone()));
+    let ended = context
+        .session
+        .as_ref()
+        .map(|(_, session)| session.ended.clone());
+    let watch = Watch::new(
+        subscription,
+        render,
+        &rendered.etag,
+        resumed_from,
+        state.sse_ping,
+        agent.token.expires_at,
+        ended,
+    );
+    let opening = match opening {
+        Opening::Priming => Some(notify::priming(&rendered.etag)),
+        Opening::Comment => Some(bytes::Bytes::from_static(b": stream open\n\n")),
+        Opening::Event(event) => Some(event),
+    };
+    let body = notify::body(
+        watch,
+        Framing {
+            opening,
+            closing,
+            changes,
+        },
+        params,
+        Arc::clone(&state.metrics),
+    );
+    Ok(crate::http::stream::event_stream(Body::from_stream(body)))
+}

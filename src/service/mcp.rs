@@ -1,0 +1,204 @@
+//! What the MCP endpoint reads (API.md, "MCP endpoint"): a caller's `tools/list` pages and the
+//! call-time decision of `tools/call`, both from the evaluation the decision endpoints use
+//! ([`Decisions::listing`]), so that the MCP list, the REST manifest and every decision agree
+//! at each revision.
+//!
+//! A page is the concatenation of the snapshot's pre-serialised MCP tool objects
+//! ([`Snapshot::mcp_page`]) over the tools the evaluation lists: no per-request serialisation of
+//! tools. The cursor is opaque to clients: it names the last tool of the previous page (by id),
+//! so it survives catalog changes between pages the way a keyset cursor does.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Utc;
+
+use super::decisions::Decisions;
+use super::manifests::Manifests;
+use crate::domain::claims::Claims;
+use crate::domain::manifest::ManifestOptions;
+use crate::domain::mcp::{McpCatalog, Named};
+use crate::domain::snapshot::Snapshot;
+use crate::upstream::{ArgumentError, CallResult, Upstream};
+
+/// What prefixes a cursor's tool id, so that a cursor of another kind is refused.
+const CURSOR_PREFIX: &str = "after:";
+
+/// A cursor that is not one this server gave out.
+#[derive(Debug, thiserror::Error)]
+#[error("the cursor is not one this server gave out; list again without one")]
+pub struct BadCursor;
+
+/// One page of `tools/list`.
+#[derive(Debug)]
+pub struct ToolsPage {
+    /// A JSON array of MCP `Tool` objects.
+    pub tools: Vec<u8>,
+    /// Where the next page starts, when there is one.
+    pub next_cursor: Option<String>,
+    /// The revision the page was read at.
+    pub revision: u64,
+}
+
+/// Why a `tools/call` was not forwarded.
+#[derive(Debug)]
+pub enum Refused {
+    /// Not in the caller's manifest now, or no such tool: the two are not told apart.
+    UnknownTool,
+    /// The arguments do not fit the tool's input schema.
+    InvalidArguments(ArgumentError),
+}
+
+/// Lists, decides and calls for MCP callers.
+pub struct McpTools {
+    decisions: Arc<Decisions>,
+    manifests: Arc<Manifests>,
+    upstream: Upstream,
+    page_size: usize,
+    /// The names and objects of the latest revision served.
+    catalog: Mutex<Option<Arc<McpCatalog>>>,
+}
+
+impl McpTools {
+    /// Pages hold at most `page_size` tools (at least 1); calls go through `upstream`.
+    pub fn new(
+        decisions: Arc<Decisions>,
+        manifests: Arc<Manifests>,
+        upstream: Upstream,
+        page_size: usize,
+    ) -> McpTools {
+        McpTools {
+            decisions,
+            manifests,
+            upstream,
+            page_size: page_size.max(1),
+            catalog: Mutex::new(None),
+        }
+    }
+
+    /// The MCP names and objects of `snapshot`, built once per revision (names for 10,000
+    /// tools take milliseconds; objects are serialised as pages need them).
+    fn catalog(&self, snapshot: &Snapshot) -> Arc<McpCatalog> {
+        let lock = || self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(catalog) = lock().as_ref()
+            && catalog.revision() == snapshot.revision()
+        {
+            return Arc::clone(catalog);
+        }
+        let built = Arc::new(McpCatalog::of(snapshot));
+        let mut current = lock();
+        // Keep the newer of what is there and what was built (another request may have moved on).
+        if current
+            .as_ref()
+            .is_none_or(|kept| kept.revision() < built.revision())
+        {
+            *current = Some(Arc::clone(&built));
+        }
+        built
+    }
+
+    /// The page of the manifest of (`claims`, `options`) at `snapshot` that `cursor` points to
+    /// (the first page without one). Whether the caller may use `options` (admin-only
+    /// `include_disabled`) is checked before. The claims are remembered for impact previews as
+    /// a manifest request's are.
+    pub fn list(
+        &self,
+        snapshot: &Snapshot,
+        claims: &Claims,
+        options: ManifestOptions,
+        cursor: Option<&str>,
+    ) -> Result<ToolsPage, BadCursor> {
+        let after = cursor.map(decode_cursor).transpose()?;
+        let key = self.manifests.key(snapshot, claims, options);
+        self.manifests
+            .seen()
+            .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
+        let evaluation = self.decisions.listing(snapshot, claims, key.options);
+        let catalog = self.catalog(snapshot);
+        let page = catalog.page(snapshot, &evaluation, after.as_deref(), self.page_size);
+        Ok(ToolsPage {
+            next_cursor: page.next_after.map(encode_cursor),
+            tools: page.tools,
+            revision: snapshot.revision(),
+        })
+    }
+
+    /// The tool named `name` if the caller may call it now: it is in the caller's manifest
+    /// for `options` at `snapshot` (hidden tools never, even for an admin's preview). `None`
+    /// says nothing about whether such a tool exists.
+    pub fn callable<'s>(
+        &self,
+        snapshot: &'s Snapshot,
+        claims: &Claims,
+        options: &ManifestOptions,
+        name: &str,
+    ) -> Option<Named<'s>> {
+        let named = self.catalog(snapshot).tool(snapshot, name)?;
+        let options = ManifestOptions {
+            include_disabled: false,
+            ..options.clone()
+        };
+        let evaluation = self.decisions.listing(snapshot, claims, options);
+        snapshot.lists(&evaluation, named.tool_id).then_some(named)
+    }
+}
+
+impl McpTools {
+    /// `tools/call`: the tool named `name` if the caller may call it now
+    /// ([`McpTools::callable`]), with `arguments` that fit its input schema, executed by its
+    /// upstream. Upstream failures are in the result (`isError`), not refusals.
+    pub async fn call(
+        &self,
+        snapshot: &Snapshot,
+        claims: &Claims,
+        options: &ManifestOptions,
+        name: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallResult, Refused> {
+        let named = self
+            .callable(snapshot, claims, options, name)
+            .ok_or(Refused::UnknownTool)?;
+        self.upstream
+            .check_arguments(named.tool, arguments)
+            .map_err(Refused::InvalidArguments)?;
+        // A listed tool's source exists and is enabled (visibility); without one, fail closed.
+        let source = snapshot
+            .catalog()
+            .sources
+            .iter()
+            .find(|source| source.id == named.tool.source_id)
+            .ok_or(Refused::UnknownTool)?;
+        Ok(self.upstream.call(source, named.tool, arguments).await)
+    }
+}
+
+fn encode_cursor(after: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{after}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<String, BadCursor> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| BadCursor)?;
+    let text = String::from_utf8(bytes).map_err(|_| BadCursor)?;
+    text.strip_prefix(CURSOR_PREFIX)
+        .map(str::to_owned)
+        .ok_or(BadCursor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_foreign_ones_are_refused() {
+        for id in ["billing:list", "", "ünï/☃"] {
+            assert_eq!(
+                decode_cursor(&encode_cursor(id)).expect("ours").as_str(),
+                id
+            );
+        }
+        for bad in ["", "!!", "YWJj", &URL_SAFE_NO_PAD.encode([0xff, 0xfe])] {
+            assert!(decode_cursor(bad).is_err(), "{bad:?}");
+        }
+    }
+}
