@@ -2,7 +2,11 @@
 //! measures the server's memory per idle subscriber, makes one admin change that alters every
 //! subscriber's manifest, and reports how fast the `tools_changed` event reached them.
 //!
-//!   sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id>
+//!   sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id> [sse|mcp]
+//!
+//! With `mcp`, each subscriber is an MCP session instead (2025-11-25): `initialize` on its
+//! connection, then the session's `GET /mcp` notification stream on the same connection; its
+//! first event is the priming event and the change is `notifications/tools/list_changed`.
 //!
 //! Lean on purpose: raw HTTP/1.1 over `TcpStream`, one small task per subscription, so the
 //! client's own cost does not hide the server's. Latency is measured per subscriber from the
@@ -21,11 +25,16 @@ use tokio::sync::{Semaphore, mpsc};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 7 {
+    if !(7..=8).contains(&args.len()) {
         bail!(
-            "usage: sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id>"
+            "usage: sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id> [sse|mcp]"
         );
     }
+    let mcp = match args.get(7).map(String::as_str) {
+        None | Some("sse") => false,
+        Some("mcp") => true,
+        Some(other) => bail!("unknown mode '{other}': sse or mcp"),
+    };
     let base = args[1].trim_end_matches('/').to_owned();
     let secret = &args[2];
     let pid: u32 = args[3].parse().context("server pid")?;
@@ -50,14 +59,19 @@ async fn main() -> anyhow::Result<()> {
     let opening = Arc::new(Semaphore::new(256));
     let started = Instant::now();
     for i in 0..subscribers {
-        let request = format!(
-            "GET /agents/tools/stream HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\naccept: text/event-stream\r\n\r\n",
-            tokens[i % claim_sets]
-        );
+        let token = tokens[i % claim_sets].clone();
         let (addr, opening) = (addr.clone(), Arc::clone(&opening));
         let (connected, arrived) = (connected_tx.clone(), arrived_tx.clone());
         tokio::spawn(async move {
-            if let Err(error) = subscriber(&addr, request, opening, connected, arrived).await {
+            let outcome = if mcp {
+                mcp_subscriber(&addr, &token, opening, connected, arrived).await
+            } else {
+                let request = format!(
+                    "GET /agents/tools/stream HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\naccept: text/event-stream\r\n\r\n"
+                );
+                subscriber(&addr, request, opening, connected, arrived).await
+            };
+            if let Err(error) = outcome {
                 eprintln!("subscriber {i}: {error:#}");
             }
         });
@@ -127,7 +141,12 @@ async fn main() -> anyhow::Result<()> {
         ms(answered.duration_since(sent))
     );
     println!(
-        "tools_changed received by {} of {subscribers}",
+        "{} received by {} of {subscribers}",
+        if mcp {
+            "notifications/tools/list_changed"
+        } else {
+            "tools_changed"
+        },
         arrivals.len()
     );
     for (label, series) in [
@@ -165,33 +184,109 @@ async fn subscriber(
     let mut socket = TcpStream::connect(addr).await?;
     socket.set_nodelay(true)?;
     socket.write_all(request.as_bytes()).await?;
+    let markers = Markers {
+        ready: b"event: tools\n",
+        changed: b"event: tools_changed",
+    };
+    listen(socket, markers, permit, connected, arrived).await
+}
+
+/// One MCP session: `initialize`, then its notification stream on the same connection; the
+/// priming event → `connected`; `list_changed` arrival time → `arrived`.
+async fn mcp_subscriber(
+    addr: &str,
+    token: &str,
+    opening: Arc<Semaphore>,
+    connected: mpsc::UnboundedSender<()>,
+    arrived: mpsc::UnboundedSender<Instant>,
+) -> anyhow::Result<()> {
+    let permit = opening.acquire().await?;
+    let mut socket = TcpStream::connect(addr).await?;
+    socket.set_nodelay(true)?;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"sse_load","version":"1"}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await?;
+    let session = read_session_id(&mut socket).await?;
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {token}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n"
+    );
+    socket.write_all(request.as_bytes()).await?;
+    let markers = Markers {
+        ready: b"id: ",
+        changed: b"notifications/tools/list_changed",
+    };
+    listen(socket, markers, permit, connected, arrived).await
+}
+
+/// What a subscription's stream shows when it is open, and when the change arrived.
+struct Markers {
+    /// The first event's start (the rest of it, up to a blank line, is read too).
+    ready: &'static [u8],
+    changed: &'static [u8],
+}
+
+/// Reads a subscription's stream: its first event → `connected` (and the opening permit goes
+/// back), the change's arrival time → `arrived`; then stays connected until the process ends,
+/// so nobody's disconnect disturbs the measurement.
+async fn listen(
+    mut socket: TcpStream,
+    markers: Markers,
+    permit: tokio::sync::SemaphorePermit<'_>,
+    connected: mpsc::UnboundedSender<()>,
+    arrived: mpsc::UnboundedSender<Instant>,
+) -> anyhow::Result<()> {
     let mut window: Vec<u8> = Vec::with_capacity(8192);
     let mut chunk = vec![0u8; 8192];
-    wait_for(
-        &mut socket,
-        &mut window,
-        &mut chunk,
-        b"event: tools\n",
-        b"\n\n",
-    )
-    .await?;
+    wait_for(&mut socket, &mut window, &mut chunk, markers.ready, b"\n\n").await?;
     drop(permit);
     let _ = connected.send(());
-    wait_for(
-        &mut socket,
-        &mut window,
-        &mut chunk,
-        b"event: tools_changed",
-        b"",
-    )
-    .await?;
+    wait_for(&mut socket, &mut window, &mut chunk, markers.changed, b"").await?;
     let _ = arrived.send(Instant::now());
-    // Stay connected until the process ends, so nobody's disconnect disturbs the measurement.
     loop {
         if socket.read(&mut chunk).await? == 0 {
             return Ok(());
         }
     }
+}
+
+/// Reads one whole HTTP response (headers and a `content-length` body) and returns its
+/// `mcp-session-id`.
+async fn read_session_id(socket: &mut TcpStream) -> anyhow::Result<String> {
+    let mut received: Vec<u8> = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = find(&received, b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            bail!("the server closed the connection during initialize");
+        }
+        received.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&received[..head_end]).into_owned();
+    // Header names are case-insensitive; the session id's value is not.
+    let header = |name: &str| {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    };
+    let length: usize = header("content-length")
+        .context("no content-length")?
+        .parse()?;
+    while received.len() < head_end + length {
+        let n = socket.read(&mut chunk).await?;
+        if n == 0 {
+            bail!("the server closed the connection during initialize");
+        }
+        received.extend_from_slice(&chunk[..n]);
+    }
+    header("mcp-session-id").with_context(|| format!("no session: {head}"))
 }
 
 /// Reads until `needle` (then `then`, when not empty) has been seen, keeping only a small tail.

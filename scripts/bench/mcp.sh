@@ -6,8 +6,13 @@
 #   - GET /agents/tools                  the agent's manifest (a cache hit: its bytes)
 #   - POST /mcp tools/list (2026-07-28)  the same manifest as MCP tools, stateless, one page
 #   - POST /mcp tools/list (2025-11-25)  the same on a session made once before the run
-# Prints requests/s and p50/p99 of each, and their ratios to GET /agents/tools (ratios, because
-# absolute figures on a shared machine mean little).
+# and, for the overhead of a call through the gateway, against a second toolgate process as the
+# upstream (its GET /healthz, a fast answer):
+#   - GET <upstream>/healthz             called directly
+#   - POST /mcp tools/call               the same call as an `openapi` tool (self.healthz),
+#                                        decided, checked and forwarded by the gateway
+# Prints requests/s and p50/p99 of each, and their ratios to GET /agents/tools and to the direct
+# call (ratios, because absolute figures on a shared machine mean little).
 #
 #   scripts/bench/mcp.sh [seconds-per-round=5] [connections=16] [rounds=2]
 #
@@ -37,6 +42,34 @@ cargo run --release --locked --quiet --example catalog_json large --agent-claims
 
 export TOOLGATE_JWT_SECRET=mcp-benchmark-secret-of-32-bytes!!
 export TOOLGATE_LOG_LEVEL=warn
+
+# The upstream: another gateway, whose /healthz answers without a token.
+mkdir -p "$WORK/upstream"
+echo '{}' > "$WORK/upstream/catalog.json"
+start_gateway "$BIN" "$WORK/upstream" 30
+UPSTREAM=$BASE
+UPSTREAM_PID=$PID
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; kill "$UPSTREAM_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+# The benchmark's catalog: the large one plus an openapi source on the upstream and its one
+# tool, granted to every caller with a subject.
+python3 - "$WORK/catalog.json" "$UPSTREAM" <<'PY'
+import json, sys
+path, upstream = sys.argv[1], sys.argv[2]
+catalog = json.load(open(path))
+catalog["sources"].append({"id": "self", "name": "upstream", "type": "openapi", "config": {"spec": {
+    "openapi": "3.1.0", "info": {"title": "upstream", "version": "1"},
+    "servers": [{"url": upstream}],
+    "paths": {"/healthz": {"get": {"operationId": "healthz",
+                                   "responses": {"200": {"description": "alive"}}}}}}}})
+catalog["tools"].append({"source_id": "self", "operation_id": "healthz", "name": "healthz",
+                         "method": "GET", "path": "/healthz"})
+catalog["groups"].append({"id": "g-self", "name": "self", "explicit_tool_ids": ["self:healthz"]})
+catalog["policies"].append({"id": "p-self", "name": "self", "allowed_group_ids": ["g-self"],
+                            "claim_matchers": [{"json_path": "sub", "operator": "exists"}]})
+json.dump(catalog, open(path, "w"))
+PY
+export TOOLGATE_RATE_LIMIT_TOOL_CALLS_PER_SEC=1000000000
+export TOOLGATE_RATE_LIMIT_TOOL_CALLS_BURST=1000000000
 # One subject sends thousands of requests per second here: the limiters stay on (their lookup is
 # part of what is measured) with budgets this load never spends.
 export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
@@ -66,9 +99,13 @@ meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
 stateless = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
 session_body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "self.healthz", "arguments": {}, "_meta": meta}}
 for name, body, headers in (
     ("stateless", stateless, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}),
     ("session", session_body, {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": session}),
+    ("call", call, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                    "Mcp-Name": "self.healthz"}),
 ):
     json.dump(body, open(f"{work}/{name}.json", "w"))
     with open(f"{work}/{name}.lua", "w") as lua:
@@ -91,31 +128,37 @@ listed = [tool["_meta"]["toolgate/tool_id"] for tool in result["tools"]]
 assert listed == rest, "the MCP list is not the manifest"
 assert "nextCursor" not in result, "more than one page"
 PY
+CALLED=$(curl -sf -X POST -H "$AUTH" -H 'content-type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' \
+  -H 'Mcp-Method: tools/call' -H 'Mcp-Name: self.healthz' --data-binary @"$WORK/call.json" "$BASE/mcp")
+echo "$CALLED" | grep -q '"isError":false' || { echo "the call failed: $CALLED" >&2; exit 1; }
 TOOLS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["count"])' "$WORK/manifest.json")
 REST_BYTES=$(wc -c < "$WORK/manifest.json")
 MCP_BYTES=$(wc -c < "$WORK/mcp.json")
 
-run() { # $1 = label, $2 = path, $3 = wrk script or empty
+run() { # $1 = label, $2 = URL, $3 = wrk script or empty
   local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
   [ -n "$3" ] && args+=(-s "$3")
-  wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
+  wrk "${args[@]}" "$2" > "$WORK/$1.txt"
   wrk_row "$1" "$WORK/$1.txt"
 }
 
 echo "large catalog: manifest of $TOOLS tools, $REST_BYTES bytes (REST), $MCP_BYTES bytes (MCP);"
 echo "$CONNECTIONS connections, $THREADS wrk thread, ${SECONDS_PER_ROUND}s rounds, $ROUNDS rounds"
-for route in "agents_tools /agents/tools" "stateless /mcp $WORK/stateless.lua" \
-             "session /mcp $WORK/session.lua"; do
-  read -r _ path script <<< "$route"
+for route in "agents_tools $BASE/agents/tools" "stateless $BASE/mcp $WORK/stateless.lua" \
+             "session $BASE/mcp $WORK/session.lua" "direct $UPSTREAM/healthz" \
+             "call $BASE/mcp $WORK/call.lua"; do
+  read -r _ url script <<< "$route"
   args=(-t"$THREADS" -c"$CONNECTIONS" -d2s -H "$AUTH")
   [ -n "${script:-}" ] && args+=(-s "$script")
-  wrk "${args[@]}" "$BASE$path" > /dev/null   # warm-up
+  wrk "${args[@]}" "$url" > /dev/null   # warm-up
 done
 RESULTS=()
 for round in $(seq "$ROUNDS"); do
-  RESULTS+=("$(run "agents_tools_$round" /agents/tools "")")
-  RESULTS+=("$(run "mcp_2026_$round" /mcp "$WORK/stateless.lua")")
-  RESULTS+=("$(run "mcp_session_$round" /mcp "$WORK/session.lua")")
+  RESULTS+=("$(run "agents_tools_$round" "$BASE/agents/tools" "")")
+  RESULTS+=("$(run "mcp_2026_$round" "$BASE/mcp" "$WORK/stateless.lua")")
+  RESULTS+=("$(run "mcp_session_$round" "$BASE/mcp" "$WORK/session.lua")")
+  RESULTS+=("$(run "direct_call_$round" "$UPSTREAM/healthz" "")")
+  RESULTS+=("$(run "mcp_call_$round" "$BASE/mcp" "$WORK/call.lua")")
 done
 printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
 python3 - "$WORK/results.txt" <<'PY'
@@ -136,4 +179,11 @@ listing, listing_p99 = of("agents_tools")
 for prefix, label in (("mcp_2026", "tools/list, 2026-07-28"), ("mcp_session", "tools/list, session")):
     rps, p99 = of(prefix)
     print(f"{label} ÷ GET /agents/tools: req/s {rps / listing:.2f}, p99 {p99 / listing_p99:.2f}")
+def p50(prefix):
+    picked = [r for r in rows if r[0].rsplit("_", 1)[0] == prefix]
+    return sorted(ms(r[2]) for r in picked)[len(picked) // 2]
+direct, direct_p99 = of("direct_call")
+call, call_p99 = of("mcp_call")
+print(f"tools/call ÷ direct call: req/s {call / direct:.2f}, p99 {call_p99 / direct_p99:.2f}; "
+      f"added p50 {p50('mcp_call') - p50('direct_call'):.3f} ms")
 PY

@@ -4,7 +4,10 @@
 # server's RSS per idle subscriber and the latency from the admin write to each subscriber's
 # `tools_changed` event (p50/p90/p99/max, and when the 1,000th subscriber had it).
 #
-#   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100]
+#   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100] [sse|mcp]
+#
+# With `mcp` the subscribers are MCP sessions (2025-11-25) with their `GET /mcp` notification
+# streams, and the change they wait for is `notifications/tools/list_changed`.
 #
 # Builds release binaries (respects CARGO_TARGET_DIR); needs python3. Client and server share
 # the machine, so the client's own CPU time is part of the measured latency.
@@ -15,6 +18,7 @@ cd "$(dirname "$0")/../.."
 
 SUBSCRIBERS=${1:-10000}
 CLAIM_SETS=${2:-100}
+MODE=${3:-sse}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 if [ "$(ulimit -n)" -lt $((SUBSCRIBERS + 1000)) ]; then
   echo "the file-descriptor limit $(ulimit -n) is too low for $SUBSCRIBERS subscribers" >&2; exit 1
@@ -53,6 +57,8 @@ export TOOLGATE_MAX_CONNECTIONS=$((SUBSCRIBERS + 1000))
 export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
 # Every subject opens all its streams at once: let the stream-open rate limit allow that burst.
 export TOOLGATE_RATE_LIMIT_STREAMS_BURST=$TOOLGATE_MAX_STREAMS_PER_SUBJECT
+# The same for MCP sessions (and their streams).
+export TOOLGATE_MCP_SESSIONS_PER_SUBJECT=$TOOLGATE_MAX_STREAMS_PER_SUBJECT
 start_gateway "$BIN" "$WORK"
 
-"$LOAD" "$BASE" "$TOOLGATE_JWT_SECRET" "$PID" "$SUBSCRIBERS" "$CLAIM_SETS" "svc:op_00"
+"$LOAD" "$BASE" "$TOOLGATE_JWT_SECRET" "$PID" "$SUBSCRIBERS" "$CLAIM_SETS" "svc:op_00" "$MODE"
