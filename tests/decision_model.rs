@@ -14,6 +14,7 @@
 mod random_catalog;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -21,9 +22,13 @@ use random_catalog::{catalog_strategy, claims_family_strategy, options_strategy}
 use serde_json::{Map, Value, json};
 use toolgate::auth::AdminRule;
 use toolgate::cache::CacheKey;
+use toolgate::domain::claims::ClaimPath;
 use toolgate::domain::manifest::ManifestOptions;
 use toolgate::domain::model::{AccessPolicy, Catalog, ClaimMatcher, Selector, Tool};
 use toolgate::domain::snapshot::Snapshot;
+use toolgate::service::access::AccessCache;
+use toolgate::service::{Decisions, Manifests};
+use toolgate::telemetry::Metrics;
 
 // ---------------------------------------------------------------------------------------------
 // The reference model
@@ -353,6 +358,44 @@ struct Tally {
     requests: usize,
     non_empty: usize,
     cache_hits: usize,
+    /// Entries the tiny-budget caches evicted.
+    evictions: u64,
+}
+
+/// The byte budget of each cache in [`Bounded`]: a few entries at most.
+const TINY_BUDGET: usize = 1200;
+
+/// The manifest and decision services with tiny budgets, fresh per case (caches belong to one
+/// revision, and every case's catalog is at revision 1).
+struct Bounded {
+    manifests: Manifests,
+    decisions: Decisions,
+}
+
+impl Bounded {
+    fn new(admin_paths: &[ClaimPath]) -> Bounded {
+        thread_local! {
+            static METRICS: Arc<Metrics> = Arc::new(Metrics::new(None).expect("metrics"));
+        }
+        let access = Arc::new(AccessCache::new(TINY_BUDGET));
+        Bounded {
+            manifests: Manifests::new(
+                Arc::clone(&access),
+                TINY_BUDGET,
+                None,
+                admin_paths,
+                16,
+                METRICS.with(Arc::clone),
+            ),
+            decisions: Decisions::new(access, TINY_BUDGET),
+        }
+    }
+
+    fn evictions(&self) -> u64 {
+        self.manifests.rendered_stats().evictions
+            + self.manifests.access().stats().evictions
+            + self.decisions.evaluation_stats().evictions
+    }
 }
 
 /// One case: every request against the reference, directly and through a cache keyed by the
@@ -364,6 +407,7 @@ fn check_case(
 ) -> Result<(), TestCaseError> {
     let snapshot = Snapshot::compile(catalog.clone(), 1).expect("generated catalogs compile");
     let admin = AdminRule::default();
+    let bounded = Bounded::new(admin.paths());
     let mut cache: HashMap<CacheKey, (Vec<u8>, Map<String, Value>)> = HashMap::new();
     for (family, options) in families {
         for claims in family {
@@ -392,13 +436,38 @@ fn check_case(
                 claims,
                 options
             );
-            // The decision shared between instances rebuilds the very same manifest.
-            let (_, access) = snapshot.manifest_with_access(claims, options);
-            let rebuilt = snapshot
-                .manifest_for_access(&access, options)
-                .expect("same revision");
+            // The access decision (which policies matched) decides the very same manifest,
+            // also when it travelled between instances by policy ids.
+            let matched = snapshot.matched(claims);
             let body = manifest.to_json();
-            prop_assert_eq!(&rebuilt.to_json(), &body);
+            let decided = snapshot
+                .manifest_of(&matched, options)
+                .expect("same revision");
+            prop_assert_eq!(&decided.to_json(), &body);
+            let shared = snapshot
+                .matched_of_access(&snapshot.access_of(&matched))
+                .expect("same revision");
+            prop_assert_eq!(&shared, &matched);
+            // Through the manifest and decision services' caches, with budgets so small that
+            // entries are evicted all the time: never another decision's answer, never more
+            // bytes than the budget.
+            let served = bounded
+                .manifests
+                .resolve_local(&snapshot, claims, options.clone());
+            prop_assert_eq!(&served.body[..], &body[..], "claims {:?}", claims);
+            let evaluation = bounded
+                .decisions
+                .listing(&snapshot, claims, options.clone());
+            let listed: Vec<&str> = snapshot.listed_ids(&evaluation, None).collect();
+            let ids: Vec<&str> = manifest.tool_ids().collect();
+            prop_assert_eq!(listed, ids);
+            for stats in [
+                bounded.manifests.rendered_stats(),
+                bounded.manifests.access().stats(),
+                bounded.decisions.evaluation_stats(),
+            ] {
+                prop_assert!(stats.bytes <= TINY_BUDGET, "{:?}", stats);
+            }
             // A cache keyed by the claims key never hands one identity another's answer.
             let key = CacheKey::new(&snapshot, admin.paths(), claims, options.clone());
             match cache.get(&key) {
@@ -418,6 +487,7 @@ fn check_case(
             }
         }
     }
+    tally.evictions += bounded.evictions();
     Ok(())
 }
 
@@ -444,13 +514,19 @@ fn compiled_engine_agrees_with_the_reference_model() {
     // cache check only if identities really share keys.
     let tally = tally.into_inner();
     println!(
-        "{} requests, {} non-empty manifests, {} cache hits",
-        tally.requests, tally.non_empty, tally.cache_hits
+        "{} requests, {} non-empty manifests, {} cache hits, {} evictions",
+        tally.requests, tally.non_empty, tally.cache_hits, tally.evictions
     );
     assert!(
         tally.non_empty * 10 >= tally.requests,
         "only {} of {} manifests are non-empty",
         tally.non_empty,
+        tally.requests
+    );
+    assert!(
+        tally.evictions * 10 >= tally.requests as u64,
+        "only {} evictions in {} requests: the byte bounds were hardly exercised",
+        tally.evictions,
         tally.requests
     );
     assert!(

@@ -466,6 +466,16 @@ async fn stateless_requests_pass_the_revision_checks_and_carry_cache_hints() {
     .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert_eq!(unknown.json()["error"]["code"], -32601);
+    // 2026-07-28 has no initialize.
+    let initialize = post(
+        &gateway,
+        Some(&reader()),
+        &modern("initialize"),
+        request(5, "initialize", envelope(json!({}))),
+    )
+    .await;
+    assert_eq!(initialize.status, StatusCode::NOT_FOUND);
+    assert_eq!(initialize.json()["error"]["code"], -32601);
 }
 
 #[tokio::test]
@@ -506,6 +516,18 @@ async fn admin_options_need_an_admin_and_origins_are_checked() {
         &gateway,
         Some(&reader()),
         &[("origin", "http://evil.example")],
+        request(1, "initialize", json!({"protocolVersion": "2025-11-25"})),
+    )
+    .await
+    .problem(403);
+    // DNS rebinding: the page's own host as both Host and Origin proves nothing.
+    post(
+        &gateway,
+        Some(&reader()),
+        &[
+            ("host", "evil.example.com"),
+            ("origin", "http://evil.example.com"),
+        ],
         request(1, "initialize", json!({"protocolVersion": "2025-11-25"})),
     )
     .await

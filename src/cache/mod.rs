@@ -1,32 +1,33 @@
-//! The in-process cache of rendered manifests: response bytes keyed by (claims key, request
-//! options), valid for exactly one catalog revision. The claims key is the projection of the
-//! claims onto what the revision's policies and the admin rule read
-//! ([`crate::domain::fingerprint`]), so it is meaningful only at its revision.
+//! The in-process caches: values keyed within one catalog revision, bounded in bytes.
 //!
 //! Invalidation is exact, not TTL-based: every entry belongs to the revision it was computed
-//! at, and the first insert for a newer revision drops everything older, so a stale manifest
-//! can never be served after the snapshot moved on (a lookup names the revision it expects).
-//! A hit is one read-lock, one hash lookup and an `Arc` clone: no allocation proportional to
-//! the catalog, no store I/O. The cache is bounded; when full it is emptied and refills from
-//! the hot keys, which is cheap because a miss costs one manifest computation.
+//! at, and the first insert for a newer revision drops everything older, so a stale value can
+//! never be served after the snapshot moved on (a lookup names the revision it expects).
 //!
-//! Behind it, when Redis is configured, sits the cache shared by all instances
+//! Each cache has a budget in bytes (what its keys and values hold, plus a fixed overhead per
+//! entry) and evicts the least recently used entries to stay within it, so a flood of distinct
+//! claim sets costs CPU, never unbounded memory; a value larger than the whole budget is
+//! served but not kept. A hit is one short lock, one hash lookup and a clone of an `Arc` or a
+//! small key: no allocation proportional to the catalog, no store I/O.
+//!
+//! Behind them, when Redis is configured, sits the cache shared by all instances
 //! ([`redis::SharedCache`]): access decisions that spare a miss the claim evaluation.
 
 pub mod redis;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use bytes::Bytes;
+use lru::LruCache;
 
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
 
-/// What identifies one manifest within a revision.
+/// What identifies one manifest request within a revision: the claims key and the options.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
     pub fingerprint: Fingerprint,
@@ -63,45 +64,110 @@ pub struct RenderedManifest {
     pub denied: bool,
 }
 
-struct Entries<V> {
-    revision: u64,
-    map: HashMap<CacheKey, V>,
+impl RenderedManifest {
+    /// Bytes it holds (for caches bounded in bytes).
+    pub fn weight(&self) -> usize {
+        size_of::<RenderedManifest>() + self.body.len() + self.etag.capacity()
+    }
 }
 
-/// Bounded cache of values that each belong to exactly one revision (rendered manifests here,
-/// evaluations for decisions in [`crate::service::decisions`]).
-pub struct RevisionCache<V> {
-    entries: RwLock<Entries<V>>,
-    capacity: usize,
+/// Byte budgets of the in-process caches. The defaults fit a gateway in a 512 MiB container
+/// with room to spare for the snapshot, streams and connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheBudgets {
+    /// Rendered manifests (their bodies, mostly), per (access decision, options).
+    pub manifest_bytes: usize,
+    /// Access decisions by claims key (a few hundred bytes each).
+    pub access_bytes: usize,
+    /// Evaluations for decisions and MCP listings, per (access decision, options): a few
+    /// bitsets of the catalog's size each.
+    pub evaluation_bytes: usize,
+}
+
+impl Default for CacheBudgets {
+    fn default() -> CacheBudgets {
+        CacheBudgets {
+            manifest_bytes: 128 << 20,
+            access_bytes: 16 << 20,
+            evaluation_bytes: 32 << 20,
+        }
+    }
+}
+
+/// Bytes a cache entry costs beyond its key and value: the hash table's slot and the LRU
+/// list's links (an estimate on the safe side).
+pub const ENTRY_OVERHEAD: usize = 64;
+
+/// Counters of one cache, since start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Entries dropped to stay within the budget (not those a newer revision replaced).
+    pub evictions: u64,
+    /// Bytes held now.
+    pub bytes: usize,
+    /// Entries held now.
+    pub entries: usize,
+}
+
+struct Entries<K: Hash + Eq, V> {
+    revision: u64,
+    lru: LruCache<K, (V, usize)>,
+    bytes: usize,
+}
+
+/// A cache of values that each belong to exactly one revision, bounded in bytes, evicting the
+/// least recently used: rendered manifests, access decisions and evaluations.
+pub struct RevisionCache<K: Hash + Eq, V> {
+    entries: Mutex<Entries<K, V>>,
+    budget: usize,
+    /// The bytes an entry holds besides [`ENTRY_OVERHEAD`].
+    weigh: fn(&K, &V) -> usize,
     hits: AtomicU64,
     misses: AtomicU64,
+    evictions: AtomicU64,
+    /// Mirrors `entries.bytes` for readers that should not take the lock (metrics).
+    bytes: AtomicUsize,
+    len: AtomicUsize,
 }
 
-/// Bounded, revision-scoped cache of rendered manifests.
-pub type ManifestCache = RevisionCache<Arc<RenderedManifest>>;
-
-impl<V: Clone> RevisionCache<V> {
-    pub fn new(capacity: usize) -> RevisionCache<V> {
+impl<K: Hash + Eq, V: Clone> RevisionCache<K, V> {
+    /// A cache holding at most `budget` bytes, as `weigh` counts them per entry.
+    pub fn new(budget: usize, weigh: fn(&K, &V) -> usize) -> RevisionCache<K, V> {
         RevisionCache {
-            entries: RwLock::new(Entries {
+            entries: Mutex::new(Entries {
                 revision: 0,
-                map: HashMap::new(),
+                lru: LruCache::unbounded(),
+                bytes: 0,
             }),
-            capacity: capacity.max(1),
+            budget,
+            weigh,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            bytes: AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
         }
     }
 
-    /// The value for `key` if one was computed at exactly `revision`.
-    pub fn get(&self, key: &CacheKey, revision: u64) -> Option<V> {
-        let entries = self
-            .entries
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let found = (entries.revision == revision)
-            .then(|| entries.map.get(key).cloned())
-            .flatten();
+    fn lock(&self) -> MutexGuard<'_, Entries<K, V>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The value for `key` if one was computed at exactly `revision` (and is still kept); it
+    /// becomes the most recently used.
+    pub fn get(&self, key: &K, revision: u64) -> Option<V> {
+        let found = {
+            let mut entries = self.lock();
+            if entries.revision == revision {
+                entries.lru.get(key).map(|(value, _)| value.clone())
+            } else {
+                None
+            }
+        };
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -111,107 +177,150 @@ impl<V: Clone> RevisionCache<V> {
         found
     }
 
-    /// Stores a value computed at `revision`. Entries of older revisions are dropped; a value
-    /// older than what the cache holds is not stored.
-    pub fn insert_at(&self, key: CacheKey, revision: u64, value: V) {
-        let mut entries = self
-            .entries
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// Stores a value computed at `revision`, evicting the least recently used entries to make
+    /// room. Entries of older revisions are dropped; a value older than what the cache holds,
+    /// or larger than the whole budget, is not stored.
+    pub fn insert_at(&self, key: K, revision: u64, value: V) {
+        let weight = (self.weigh)(&key, &value) + ENTRY_OVERHEAD;
+        let mut entries = self.lock();
         if revision < entries.revision {
             return;
         }
-        if revision > entries.revision || entries.map.len() >= self.capacity {
-            entries.map.clear();
+        if revision > entries.revision {
+            entries.lru.clear();
+            entries.bytes = 0;
             entries.revision = revision;
         }
-        entries.map.insert(key, value);
+        if let Some((_, (_, old))) = entries.lru.pop_entry(&key) {
+            entries.bytes -= old;
+        }
+        if weight <= self.budget {
+            let mut evicted = 0;
+            while entries.bytes + weight > self.budget {
+                let Some((_, (_, bytes))) = entries.lru.pop_lru() else {
+                    break;
+                };
+                entries.bytes -= bytes;
+                evicted += 1;
+            }
+            entries.lru.put(key, (value, weight));
+            entries.bytes += weight;
+            self.evictions.fetch_add(evicted, Ordering::Relaxed);
+        }
+        self.bytes.store(entries.bytes, Ordering::Relaxed);
+        self.len.store(entries.lru.len(), Ordering::Relaxed);
     }
 
     pub fn len(&self) -> usize {
-        self.entries
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .map
-            .len()
+        self.len.load(Ordering::Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// (hits, misses) since start.
-    pub fn stats(&self) -> (u64, u64) {
-        (
-            self.hits.load(Ordering::Relaxed),
-            self.misses.load(Ordering::Relaxed),
-        )
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.budget
     }
-}
 
-impl ManifestCache {
-    /// Stores a manifest computed at `manifest.revision` (see [`RevisionCache::insert_at`]).
-    pub fn insert(&self, key: CacheKey, manifest: Arc<RenderedManifest>) {
-        self.insert_at(key, manifest.revision, manifest);
+    /// Counters since start, and what is held now.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            entries: self.len.load(Ordering::Relaxed),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
-    fn key(sub: &str) -> CacheKey {
-        let claims = json!({"sub": sub}).as_object().expect("object").clone();
-        let sub_path = [ClaimPath::parse("sub").expect("valid path")];
-        CacheKey {
-            fingerprint: Fingerprint::of_projection(&claims, &[&sub_path]),
-            options: ManifestOptions::default(),
-        }
+    /// Keys and values that weigh what they say: a value `n` holds `n` bytes.
+    fn cache(budget: usize) -> RevisionCache<u32, usize> {
+        RevisionCache::new(budget, |_, &value| value)
     }
 
-    fn rendered(revision: u64) -> Arc<RenderedManifest> {
-        Arc::new(RenderedManifest {
-            body: Bytes::from_static(b"{}"),
-            etag: "\"x\"".into(),
-            revision,
-            tool_count: 0,
-            denied: false,
-        })
-    }
+    const ENTRY: usize = 100 - ENTRY_OVERHEAD;
 
     #[test]
     fn a_hit_needs_the_same_revision() {
-        let cache = ManifestCache::new(10);
-        cache.insert(key("a"), rendered(3));
-        assert!(cache.get(&key("a"), 3).is_some());
-        assert!(
-            cache.get(&key("a"), 4).is_none(),
-            "a newer snapshot never sees older bytes"
+        let cache = cache(1000);
+        cache.insert_at(1, 3, ENTRY);
+        assert_eq!(cache.get(&1, 3), Some(ENTRY));
+        assert_eq!(
+            cache.get(&1, 4),
+            None,
+            "a newer snapshot never sees older values"
         );
-        assert!(cache.get(&key("b"), 3).is_none());
-        assert_eq!(cache.stats(), (1, 2));
+        assert_eq!(cache.get(&2, 3), None);
+        let stats = cache.stats();
+        assert_eq!((stats.hits, stats.misses), (1, 2));
     }
 
     #[test]
     fn a_newer_revision_drops_older_entries_and_older_inserts_are_ignored() {
-        let cache = ManifestCache::new(10);
-        cache.insert(key("a"), rendered(3));
-        cache.insert(key("b"), rendered(4));
+        let cache = cache(1000);
+        cache.insert_at(1, 3, ENTRY);
+        cache.insert_at(2, 4, ENTRY);
         assert_eq!(cache.len(), 1);
-        cache.insert(key("a"), rendered(3));
-        assert!(cache.get(&key("a"), 3).is_none());
-        assert!(cache.get(&key("b"), 4).is_some());
+        assert_eq!(cache.stats().bytes, 100);
+        cache.insert_at(1, 3, ENTRY);
+        assert_eq!(cache.get(&1, 3), None);
+        assert_eq!(cache.get(&2, 4), Some(ENTRY));
+        assert_eq!(
+            cache.stats().evictions,
+            0,
+            "a revision change is not an eviction"
+        );
     }
 
     #[test]
-    fn the_cache_is_bounded() {
-        let cache = ManifestCache::new(2);
-        for sub in ["a", "b", "c", "d", "e"] {
-            cache.insert(key(sub), rendered(1));
-            assert!(cache.len() <= 2);
+    fn the_least_recently_used_entries_make_room_and_the_budget_holds() {
+        let cache = cache(350);
+        for key in 0..3 {
+            cache.insert_at(key, 1, ENTRY);
         }
-        assert!(cache.get(&key("e"), 1).is_some());
+        assert_eq!(cache.stats().bytes, 300);
+        // 0 is used again: 1 is now the least recently used.
+        assert!(cache.get(&0, 1).is_some());
+        cache.insert_at(3, 1, ENTRY);
+        assert_eq!(cache.get(&1, 1), None, "the least recently used went");
+        for kept in [0, 2, 3] {
+            assert!(cache.get(&kept, 1).is_some(), "{kept} stays");
+        }
+        // A heavier value takes as many entries as it needs.
+        cache.insert_at(4, 1, 250 - ENTRY_OVERHEAD);
+        let stats = cache.stats();
+        assert!(stats.bytes <= 350, "{stats:?}");
+        assert_eq!(stats.evictions, 3);
+        assert_eq!(cache.get(&4, 1), Some(250 - ENTRY_OVERHEAD));
+        assert_eq!(cache.get(&3, 1), Some(ENTRY), "the most recent one stays");
+    }
+
+    #[test]
+    fn a_value_larger_than_the_budget_is_not_kept_and_evicts_nothing() {
+        let cache = cache(350);
+        cache.insert_at(1, 1, ENTRY);
+        cache.insert_at(2, 1, 1000);
+        assert_eq!(cache.get(&2, 1), None);
+        assert_eq!(cache.get(&1, 1), Some(ENTRY));
+        assert_eq!(cache.stats().bytes, 100);
+    }
+
+    #[test]
+    fn replacing_a_key_counts_its_bytes_once() {
+        let cache = cache(1000);
+        cache.insert_at(1, 1, ENTRY);
+        cache.insert_at(1, 1, 2 * ENTRY);
+        let stats = cache.stats();
+        assert_eq!(
+            (stats.entries, stats.bytes),
+            (1, 2 * ENTRY + ENTRY_OVERHEAD)
+        );
     }
 }

@@ -151,6 +151,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         decisions: budget("DECISIONS")?,
         tool_calls: budget("TOOL_CALLS")?,
         mcp: super::mcp::McpLayer::from_env(env)?,
+        cache: super::cache::CacheLayer::from_env(env)?,
     })
 }
 
@@ -171,7 +172,11 @@ fn admin_rule(text: &str) -> Result<Vec<ClaimMatcher>, ConfigError> {
 /// `TOOLGATE_*` variables that toolgate does not read, most likely misspelt.
 pub(super) fn unknown_variables(env: &Environment) -> Vec<String> {
     env.toolgate_names()
-        .filter(|name| !KNOWN_VARIABLES.contains(name) && !super::mcp::VARIABLES.contains(name))
+        .filter(|name| {
+            !KNOWN_VARIABLES.contains(name)
+                && !super::mcp::VARIABLES.contains(name)
+                && !super::cache::VARIABLES.contains(name)
+        })
         .map(str::to_owned)
         .collect()
 }

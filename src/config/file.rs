@@ -32,6 +32,8 @@ struct FileConfig {
     rate_limits: RateLimitsSection,
     #[serde(default)]
     mcp: super::mcp::McpSection,
+    #[serde(default)]
+    cache: super::cache::CacheSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -220,5 +222,6 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             limits.tool_calls_burst,
         )?,
         mcp: super::mcp::McpLayer::from_file(file.mcp, &place)?,
+        cache: super::cache::CacheLayer::from_file(file.cache),
     })
 }

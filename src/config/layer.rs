@@ -51,6 +51,7 @@ pub(super) struct Layer {
     pub decisions: BudgetLayer,
     pub tool_calls: BudgetLayer,
     pub mcp: super::mcp::McpLayer,
+    pub cache: super::cache::CacheLayer,
 }
 
 /// One rate-limit class as one source gives it; `per_second` 0 means "not limited".
@@ -109,6 +110,7 @@ impl Layer {
             decisions: self.decisions.overlaid_by(higher.decisions),
             tool_calls: self.tool_calls.overlaid_by(higher.tool_calls),
             mcp: self.mcp.overlaid_by(higher.mcp),
+            cache: self.cache.overlaid_by(higher.cache),
         }
     }
 }

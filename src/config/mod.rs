@@ -12,6 +12,7 @@
 //! ([`Environment`]) so that tests never touch the process environment. An explicit table of
 //! variables ([`KNOWN_VARIABLES`]) is also what lets us warn about misspelt ones.
 
+mod cache;
 mod dev;
 mod env;
 mod environment;
@@ -165,6 +166,8 @@ pub struct Settings {
     pub rate_limits: RateLimits,
     /// The MCP endpoint's settings.
     pub mcp: crate::http::mcp::McpSettings,
+    /// Byte budgets of the in-process caches.
+    pub cache: crate::cache::CacheBudgets,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
     pub warnings: Vec<String>,
 }
@@ -290,6 +293,7 @@ impl Settings {
                 tool_calls: budget(layer.tool_calls, defaults.tool_calls),
             },
             mcp: layer.mcp.settings(),
+            cache: layer.cache.budgets(),
             warnings,
         }
     }

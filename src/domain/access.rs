@@ -1,20 +1,57 @@
-//! An access decision in a form other gateway instances can reuse: which policies matched a
-//! set of claims, and the groups they grant, at one catalog revision.
+//! Access decisions: which policies matched a set of claims at one catalog revision.
 //!
 //! Everything a manifest depends on beyond the request options is decided by *which policies
 //! matched*: priorities, denies and group members are fixed by the snapshot. So the matched
-//! policy ids, stamped with the revision they were evaluated at, are an exact and compact
-//! summary of a decision, and a snapshot of the same revision rebuilds the decision from them
-//! without evaluating a single claim. The granted group ids ride along for people and tools
-//! that inspect the shared cache; rebuilding does not need them.
+//! policies, stamped with the revision they were evaluated at, are an exact and compact
+//! summary of a decision ([`Matched`]): many identities share one, and a snapshot of the same
+//! revision builds the manifest from it without evaluating a single claim. That is what lets
+//! caches key rendered manifests by decision rather than by claims.
+//!
+//! [`Access`] is the same decision by policy ids, in a form other gateway instances can reuse
+//! (shared through Redis). The granted group ids ride along for people and tools that inspect
+//! the shared cache; rebuilding does not need them.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::claims::Claims;
 use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::Snapshot;
+use super::verdict::Evaluation;
 
-/// The policies that matched some claims at one revision, in priority order.
+/// The policies whose matchers all hold for some claims, at one revision: the decision a
+/// manifest is built from. Cheap to clone and hash (it is a cache key); meaningless with a
+/// snapshot of another revision, which every method taking one checks.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Matched {
+    revision: u64,
+    /// Indices into the snapshot's policies, ascending (= priority order).
+    policies: Arc<[u32]>,
+}
+
+impl Matched {
+    /// The revision the claims were evaluated at.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// How many policies matched.
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+
+    /// Bytes this value holds on the heap (for caches bounded in bytes).
+    pub fn heap_bytes(&self) -> usize {
+        2 * size_of::<usize>() + size_of_val(&*self.policies)
+    }
+}
+
+/// The policies that matched some claims at one revision, in priority order, by id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {
     /// The revision the claims were evaluated at; the access is meaningless at any other.
@@ -26,37 +63,73 @@ pub struct Access {
 }
 
 impl Snapshot {
-    /// The manifest for `claims` and the access decision behind it.
-    pub fn manifest_with_access(
-        &self,
-        claims: &Claims,
-        options: &ManifestOptions,
-    ) -> (Manifest<'_>, Access) {
-        let decision = self.decide(claims);
-        let access = Access {
+    /// Which policies match `claims` here.
+    pub fn matched(&self, claims: &Claims) -> Matched {
+        Matched {
             revision: self.revision,
-            policy_ids: decision
-                .matched
+            policies: self.matching_policies(claims).into(),
+        }
+    }
+
+    /// The manifest decided by `matched` under `options`: equal to [`Snapshot::manifest`] for
+    /// any claims `matched` was made from. `None` when `matched` is of another revision.
+    pub fn manifest_of(
+        &self,
+        matched: &Matched,
+        options: &ManifestOptions,
+    ) -> Option<Manifest<'_>> {
+        (matched.revision == self.revision).then(|| {
+            let decision = self.decide_matched(matched.policies.to_vec());
+            self.manifest_from(&decision, options)
+        })
+    }
+
+    /// The evaluation decided by `matched` under `options`: equal to [`Snapshot::evaluate`]
+    /// for any claims `matched` was made from. `None` when `matched` is of another revision.
+    pub fn evaluation_of(
+        &self,
+        matched: &Matched,
+        options: &ManifestOptions,
+    ) -> Option<Evaluation> {
+        (matched.revision == self.revision)
+            .then(|| self.evaluation_from(self.decide_matched(matched.policies.to_vec()), options))
+    }
+
+    /// `matched` by policy ids, to share with other instances. Of another revision, an access
+    /// that no snapshot of this revision accepts back.
+    pub fn access_of(&self, matched: &Matched) -> Access {
+        if matched.revision != self.revision {
+            return Access {
+                revision: matched.revision,
+                policy_ids: Vec::new(),
+                group_ids: Vec::new(),
+            };
+        }
+        let mut groups: Vec<u32> = matched
+            .policies
+            .iter()
+            .flat_map(|&index| self.policies[index as usize].allowed.iter().copied())
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        Access {
+            revision: self.revision,
+            policy_ids: matched
+                .policies
                 .iter()
                 .map(|&index| self.policy_id(index).to_owned())
                 .collect(),
-            group_ids: decision
-                .granted_groups
-                .iter()
-                .map(|&group| self.groups[group as usize].id.clone())
+            group_ids: groups
+                .into_iter()
+                .map(|group| self.groups[group as usize].id.clone())
                 .collect(),
-        };
-        (self.manifest_from(&decision, options), access)
+        }
     }
 
-    /// The manifest an earlier evaluation decided, without looking at claims. `None` when
+    /// The decision an earlier evaluation shared, without looking at claims. `None` when
     /// `access` belongs to another revision or does not name policies of this snapshot in its
     /// order (it was not made by a snapshot of this revision): evaluate the claims instead.
-    pub fn manifest_for_access(
-        &self,
-        access: &Access,
-        options: &ManifestOptions,
-    ) -> Option<Manifest<'_>> {
+    pub fn matched_of_access(&self, access: &Access) -> Option<Matched> {
         if access.revision != self.revision {
             return None;
         }
@@ -73,8 +146,10 @@ impl Snapshot {
         if wanted.peek().is_some() {
             return None;
         }
-        let decision = self.decide_matched(matched);
-        Some(self.manifest_from(&decision, options))
+        Some(Matched {
+            revision: self.revision,
+            policies: matched.into(),
+        })
     }
 
     fn policy_id(&self, index: u32) -> &str {
@@ -130,7 +205,7 @@ mod tests {
     fn the_access_names_matching_policies_in_priority_order_and_their_groups() {
         let snapshot = snapshot(7);
         let claims = claims(json!({"sub": "a", "roles": ["staff"], "depth": 1}));
-        let (_, access) = snapshot.manifest_with_access(&claims, &ManifestOptions::default());
+        let access = snapshot.access_of(&snapshot.matched(&claims));
         assert_eq!(access.revision, 7);
         // Priority first, then catalog order (ids, once stored).
         assert_eq!(access.policy_ids, ["p-no-admin", "p-reads", "p-staff"]);
@@ -152,12 +227,15 @@ mod tests {
             json!({}),
         ] {
             let claims = claims(value);
-            let (evaluated, access) = snapshot.manifest_with_access(&claims, &options);
+            let evaluated = snapshot.manifest(&claims, &options);
+            let access = snapshot.access_of(&snapshot.matched(&claims));
             // Through JSON, as it travels between instances.
             let access: Access =
                 serde_json::from_slice(&serde_json::to_vec(&access).expect("json")).expect("json");
+            let matched = snapshot.matched_of_access(&access).expect("same revision");
+            assert_eq!(matched, snapshot.matched(&claims));
             let rebuilt = snapshot
-                .manifest_for_access(&access, &options)
+                .manifest_of(&matched, &options)
                 .expect("same revision");
             assert_eq!(ids(&rebuilt), ids(&evaluated));
             assert_eq!(rebuilt.etag(), evaluated.etag());
@@ -168,13 +246,12 @@ mod tests {
     #[test]
     fn an_access_of_another_revision_or_with_unknown_policies_is_not_used() {
         let snapshot = snapshot(3);
-        let options = ManifestOptions::default();
-        let (_, access) = snapshot.manifest_with_access(&claims(json!({"sub": "a"})), &options);
+        let access = snapshot.access_of(&snapshot.matched(&claims(json!({"sub": "a"}))));
         let older = Access {
             revision: 2,
             ..access.clone()
         };
-        assert!(snapshot.manifest_for_access(&older, &options).is_none());
+        assert!(snapshot.matched_of_access(&older).is_none());
         for policy_ids in [
             vec!["p-gone".to_owned()],
             // Out of the snapshot's order: not something this revision produced.
@@ -184,7 +261,30 @@ mod tests {
                 policy_ids,
                 ..access.clone()
             };
-            assert!(snapshot.manifest_for_access(&foreign, &options).is_none());
+            assert!(snapshot.matched_of_access(&foreign).is_none());
         }
+    }
+
+    #[test]
+    fn a_decision_is_used_only_at_its_own_revision() {
+        let older = snapshot(3);
+        let newer = snapshot(4);
+        let claims = claims(json!({"sub": "a", "roles": ["staff"]}));
+        let options = ManifestOptions::default();
+        let matched = older.matched(&claims);
+        assert!(newer.manifest_of(&matched, &options).is_none());
+        assert!(newer.evaluation_of(&matched, &options).is_none());
+        let evaluation = older
+            .evaluation_of(&matched, &options)
+            .expect("same revision");
+        let direct = older.evaluate(&claims, &options);
+        let ids = |e| {
+            older
+                .listed_ids(e, None)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&evaluation), ids(&direct));
+        assert_eq!(newer.access_of(&matched).policy_ids, Vec::<String>::new());
     }
 }

@@ -28,6 +28,17 @@ pub struct ManifestOptions {
 }
 
 impl ManifestOptions {
+    /// Bytes these options hold on the heap (they are part of cache keys bounded in bytes).
+    pub fn heap_bytes(&self) -> usize {
+        let list = |items: &Option<Vec<String>>| {
+            items.as_ref().map_or(0, |items| {
+                items.capacity() * size_of::<String>()
+                    + items.iter().map(String::capacity).sum::<usize>()
+            })
+        };
+        list(&self.groups) + list(&self.tools) + self.state.as_ref().map_or(0, String::capacity)
+    }
+
     /// Splits a comma-separated query value into trimmed, non-empty items.
     pub fn list(value: &str) -> Vec<String> {
         value

@@ -39,6 +39,18 @@ impl Evaluation {
     pub fn is_empty(&self) -> bool {
         self.listed.is_clear()
     }
+
+    /// Bytes this evaluation holds on the heap (for caches bounded in bytes): its bitsets,
+    /// lists and options.
+    pub fn heap_bytes(&self) -> usize {
+        let bits = |set: &FixedBitSet| set.len().div_ceil(8);
+        let decision = &self.decision;
+        bits(&self.listed)
+            + bits(&decision.granted)
+            + bits(&decision.denied)
+            + 4 * (decision.matched.capacity() + decision.granted_groups.capacity())
+            + self.options.heap_bytes()
+    }
 }
 
 /// Why a tool is, or is not, in the manifest of an [`Evaluation`] (for admins).
@@ -89,7 +101,14 @@ impl Snapshot {
     /// Evaluates `claims` under `options`: the same decision and the same steps as
     /// [`Snapshot::manifest`], without building the manifest.
     pub fn evaluate(&self, claims: &Claims, options: &ManifestOptions) -> Evaluation {
-        let decision = self.decide(claims);
+        self.evaluation_from(self.decide(claims), options)
+    }
+
+    pub(super) fn evaluation_from(
+        &self,
+        decision: Decision,
+        options: &ManifestOptions,
+    ) -> Evaluation {
         let (listed, _warnings) = self.listed(&decision, options);
         Evaluation {
             revision: self.revision,

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{AdminRule, AuthSettings, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
+use crate::cache::CacheBudgets;
 use crate::cache::redis::{SharedCache, SharedKey};
 use crate::config::{Secret, Settings, dev_banner, sample_tokens};
 use crate::domain::model::Catalog;
@@ -29,6 +30,7 @@ use crate::http::{AppState, router};
 use crate::redis_link::RedisLink;
 use crate::service::{
     CatalogService, CommandError, Commands, Decisions, Manifests, McpTools, RefreshLog, WriteError,
+    access::AccessCache,
 };
 use crate::store::CatalogStore;
 use crate::store::embedded::EmbeddedStore;
@@ -44,9 +46,6 @@ mod listen;
 mod observed;
 
 pub use listen::ConnectionLimits;
-
-/// Rendered manifests kept in memory by `toolgate serve`.
-const CACHE_CAPACITY: usize = 10_000;
 
 /// Bytes of events queued per stream before it counts as lagging and is coalesced to a
 /// snapshot: a few diffs of a large manifest, and a bound on what a reader that stopped
@@ -97,7 +96,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
             idle_timeout: settings.idle_timeout,
             max_connections,
         },
-        cache_capacity: CACHE_CAPACITY,
+        cache: settings.cache,
         sse_ping: settings.sse_ping,
         max_streams_per_subject: settings.max_streams_per_subject,
         rate_limits: settings.rate_limits,
@@ -186,8 +185,8 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Timeouts and the cap on open connections.
     pub connections: ConnectionLimits,
-    /// Rendered manifests kept in memory.
-    pub cache_capacity: usize,
+    /// Byte budgets of the in-process caches.
+    pub cache: CacheBudgets,
     /// Keep-alive comment interval of manifest streams.
     pub sse_ping: Duration,
     /// Concurrent streams per token subject (`sub`); more are refused with 429.
@@ -237,7 +236,7 @@ impl ServerConfig {
                 idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
                 max_connections: fd_limit::MAX_CONNECTIONS_CEILING,
             },
-            cache_capacity: CACHE_CAPACITY,
+            cache: CacheBudgets::default(),
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
             sse_queue_bytes: SSE_QUEUE_BYTES,
@@ -319,8 +318,10 @@ pub async fn start(
         let key = shared_key(config.redis_secret.as_ref(), hmac_secret.as_deref())?;
         Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
     });
+    let access = Arc::new(AccessCache::new(config.cache.access_bytes));
     let manifests = Arc::new(Manifests::new(
-        config.cache_capacity,
+        Arc::clone(&access),
+        config.cache.manifest_bytes,
         shared,
         config.admin_rule.paths(),
         crate::service::seen::DEFAULT_CAPACITY,
@@ -344,7 +345,7 @@ pub async fn start(
         Arc::clone(&manifests),
     );
     mcp_hub.spawn(&catalog);
-    let decisions = Arc::new(Decisions::new(config.cache_capacity));
+    let decisions = Arc::new(Decisions::new(access, config.cache.evaluation_bytes));
     let mcp = Arc::new(McpEndpoint {
         tools: McpTools::new(
             Arc::clone(&decisions),

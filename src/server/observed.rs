@@ -5,6 +5,7 @@
 
 use std::sync::Weak;
 
+use crate::cache::CacheStats;
 use crate::cache::redis::SharedCache;
 use crate::http::mcp::McpEndpoint;
 use crate::redis_link::RedisLink;
@@ -45,6 +46,50 @@ fn lookups((hits, misses): (u64, u64)) -> Vec<Reading> {
     ]
 }
 
+/// `toolgate.<name>.lookups` (by `result`), `.bytes` and `.evictions` of one cache, whose
+/// counters `stats` reads (`None` once it has gone away).
+macro_rules! register_cache {
+    ($metrics:expr, $name:literal, $what:literal, $stats:expr) => {{
+        let stats = $stats;
+        let lookups_of = stats.clone();
+        $metrics.observe(
+            ReadingKind::Counter,
+            concat!("toolgate.", $name, ".lookups"),
+            concat!("Lookups in ", $what),
+            move || {
+                lookups_of()
+                    .map(|stats: CacheStats| lookups((stats.hits, stats.misses)))
+                    .unwrap_or_default()
+            },
+        );
+        let bytes_of = stats.clone();
+        $metrics.observe(
+            ReadingKind::Gauge,
+            concat!("toolgate.", $name, ".bytes"),
+            concat!("Bytes held by ", $what, " (bounded by its budget)"),
+            move || {
+                bytes_of()
+                    .map(|stats: CacheStats| vec![Reading::of(stats.bytes as u64)])
+                    .unwrap_or_default()
+            },
+        );
+        $metrics.observe(
+            ReadingKind::Counter,
+            concat!("toolgate.", $name, ".evictions"),
+            concat!(
+                "Entries evicted from ",
+                $what,
+                " to stay within its byte budget"
+            ),
+            move || {
+                stats()
+                    .map(|stats: CacheStats| vec![Reading::of(stats.evictions)])
+                    .unwrap_or_default()
+            },
+        );
+    }};
+}
+
 /// Registers every value of `gateway` with `metrics`.
 pub fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
@@ -57,18 +102,29 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         mcp,
     } = gateway;
     use ReadingKind::{Counter, Gauge};
-    metrics.observe(
-        Counter,
-        "toolgate.manifest_cache.lookups",
-        "Lookups in this instance's cache of rendered manifests",
-        move || read(&manifests, |manifests| lookups(manifests.cache().stats())),
+    let access = manifests.clone();
+    register_cache!(
+        metrics,
+        "manifest_cache",
+        "this instance's cache of rendered manifests, per access decision and options",
+        move || manifests
+            .upgrade()
+            .map(|manifests| manifests.rendered_stats())
     );
-    metrics.observe(
-        Counter,
-        "toolgate.decision_cache.lookups",
-        "Lookups in this instance's cache of claim evaluations for decisions (one per \
-         distinct subject and context of a request; a miss evaluates the claims)",
-        move || read(&decisions, |decisions| lookups(decisions.cache().stats())),
+    register_cache!(
+        metrics,
+        "access_cache",
+        "this instance's cache of access decisions (the matching policies) per claims key",
+        move || access.upgrade().map(|manifests| manifests.access().stats())
+    );
+    register_cache!(
+        metrics,
+        "decision_cache",
+        "this instance's cache of evaluations for decisions and MCP listings, per access \
+         decision and context",
+        move || decisions
+            .upgrade()
+            .map(|decisions| decisions.evaluation_stats())
     );
     let subscribers = hub.clone();
     metrics.observe(

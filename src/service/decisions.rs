@@ -18,8 +18,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::cache::{CacheKey, RevisionCache};
+use super::access::AccessCache;
+use crate::cache::{CacheStats, RevisionCache};
+use crate::domain::access::Matched;
 use crate::domain::claims::Claims;
+use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
 use crate::domain::verdict::{Deciding, Evaluation, Verdict};
@@ -260,26 +263,40 @@ pub struct Search<'q> {
     pub limit: usize,
 }
 
-/// Evaluations kept per (claims key, scope), for one revision.
-pub type EvaluationCache = RevisionCache<Arc<Evaluation>>;
+/// The key of a kept evaluation: the decision and the request options.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EvaluationKey {
+    matched: Matched,
+    options: ManifestOptions,
+}
 
 /// Answers decisions and searches from cached evaluations.
 pub struct Decisions {
-    cache: EvaluationCache,
+    /// Access decisions by claims key (shared with the manifest service).
+    access: Arc<AccessCache>,
+    /// Evaluations per (decision, options), for one revision.
+    evaluations: RevisionCache<EvaluationKey, Arc<Evaluation>>,
 }
 
 impl Decisions {
-    /// Keeps at most `capacity` evaluations (emptied and refilled when full, as the manifest
-    /// cache).
-    pub fn new(capacity: usize) -> Decisions {
+    /// Takes access decisions from `access` and keeps at most `budget` bytes of evaluations
+    /// (a few bitsets of the catalog's size each), least recently used first out.
+    pub fn new(access: Arc<AccessCache>, budget: usize) -> Decisions {
         Decisions {
-            cache: EvaluationCache::new(capacity),
+            access,
+            evaluations: RevisionCache::new(budget, |key, evaluation| {
+                size_of::<EvaluationKey>()
+                    + key.matched.heap_bytes()
+                    + key.options.heap_bytes()
+                    + size_of::<Evaluation>()
+                    + evaluation.heap_bytes()
+            }),
         }
     }
 
-    /// The evaluations kept (for metrics).
-    pub fn cache(&self) -> &EvaluationCache {
-        &self.cache
+    /// Counters of the evaluations kept (for metrics).
+    pub fn evaluation_stats(&self) -> CacheStats {
+        self.evaluations.stats()
     }
 
     /// Answers `questions` in order at `snapshot`, under `semantic`: all of them, or up to and
@@ -397,23 +414,33 @@ impl Decisions {
     }
 
     /// The evaluation of `claims` under the full request `options` of a listing (MCP
-    /// `tools/list`), from the same cache. The key projects the claims onto what the snapshot's
-    /// policies read only: the evaluation, unlike a manifest, never depends on whether the
-    /// subject is an admin (whether it may ask for `include_disabled` is the caller's business).
+    /// `tools/list`), from the same caches: the claims' decision (keyed by the projection onto
+    /// what the snapshot's policies read only: the evaluation, unlike a manifest, never
+    /// depends on whether the subject is an admin — whether it may ask for `include_disabled`
+    /// is the caller's business), then the evaluation per (decision, options).
     pub fn listing(
         &self,
         snapshot: &Snapshot,
         claims: &Claims,
         options: ManifestOptions,
     ) -> Arc<Evaluation> {
-        let key = CacheKey::new(snapshot, &[], claims, options);
-        if let Some(hit) = self.cache.get(&key, snapshot.revision()) {
+        let fingerprint = Fingerprint::of_projection(claims, &[snapshot.read_paths()]);
+        let matched = self.access.matched(snapshot, &fingerprint, claims);
+        let key = EvaluationKey { matched, options };
+        if let Some(hit) = self.evaluations.get(&key, snapshot.revision()) {
             return hit;
         }
-        let evaluation = Arc::new(snapshot.evaluate(claims, &key.options));
-        self.cache
-            .insert_at(key, snapshot.revision(), Arc::clone(&evaluation));
-        evaluation
+        match snapshot.evaluation_of(&key.matched, &key.options) {
+            Some(evaluation) => {
+                let evaluation = Arc::new(evaluation);
+                self.evaluations
+                    .insert_at(key, snapshot.revision(), Arc::clone(&evaluation));
+                evaluation
+            }
+            // A decision of another revision (both come from `snapshot`, so never): the claims
+            // themselves decide, and nothing is kept.
+            None => Arc::new(snapshot.evaluate(claims, &key.options)),
+        }
     }
 }
 

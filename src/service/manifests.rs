@@ -1,13 +1,14 @@
 //! The manifest service: the one resolver every transport calls (`GET /agents/tools`, the SSE
-//! stream, and the decision and MCP endpoints to come), so that listing and calling can never
-//! disagree.
+//! stream, the decision and MCP endpoints), so that listing and calling can never disagree.
 //!
-//! Claims → claims key → cached bytes. The key is the claims projected onto what the snapshot's
-//! policies and the admin rule read ([`CacheKey::new`]); it is computed once per request and
-//! handed along. A hit is one lookup in this instance's cache of rendered manifests; on a miss
-//! the access decision another instance shared through Redis at this revision (if any) spares
-//! the claim evaluation, and otherwise the claims are evaluated here and the decision shared.
-//! Either way the manifest is rendered once per (key, revision) and kept.
+//! Two cache levels, keyed by what decides. Claims → claims key (the claims projected onto
+//! what the snapshot's policies and the admin rule read, [`CacheKey::new`], computed once per
+//! request) → the access decision ([`AccessCache`]: which policies matched) → the rendered
+//! manifest, kept per (decision, options). Many identities share one decision, so a claim set
+//! never seen before costs one claim evaluation and, unless its decision is new too, no render.
+//! On a decision miss, the decision another instance shared through Redis at this revision (if
+//! any) spares the claim evaluation; otherwise the claims are evaluated here and the decision
+//! shared. Both levels are bounded in bytes.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,9 +16,11 @@ use std::time::Instant;
 use chrono::Utc;
 use tracing::field::Empty;
 
+use super::access::AccessCache;
 use super::seen::SeenClaims;
 use crate::cache::redis::SharedCache;
-use crate::cache::{CacheKey, ManifestCache, RenderedManifest};
+use crate::cache::{CacheKey, CacheStats, RenderedManifest, RevisionCache};
+use crate::domain::access::Matched;
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
@@ -26,11 +29,13 @@ use crate::telemetry::Metrics;
 /// How one resolution was served (the `cache` attribute of the `resolve` span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CacheOutcome {
-    /// The rendered manifest was in this instance's cache.
+    /// The decision and its rendered manifest were both kept.
     Hit,
-    /// Rebuilt from an access decision another instance shared through Redis.
+    /// The decision was made now (evaluated here or taken from Redis); its manifest was kept.
+    Rendered,
+    /// Rendered from a decision another instance shared through Redis.
     Shared,
-    /// The claims were evaluated here.
+    /// The claims were evaluated here and the manifest rendered.
     Miss,
 }
 
@@ -38,15 +43,32 @@ impl CacheOutcome {
     const fn name(self) -> &'static str {
         match self {
             CacheOutcome::Hit => "hit",
+            CacheOutcome::Rendered => "decision",
             CacheOutcome::Shared => "shared",
             CacheOutcome::Miss => "miss",
         }
     }
 }
 
+/// Where a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decided {
+    Kept,
+    Shared,
+    Evaluated,
+}
+
+/// The key of a rendered manifest: the decision and the request options.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RenderKey {
+    matched: Matched,
+    options: ManifestOptions,
+}
+
 /// Resolves and caches rendered manifests.
 pub struct Manifests {
-    cache: ManifestCache,
+    access: Arc<AccessCache>,
+    rendered: RevisionCache<RenderKey, Arc<RenderedManifest>>,
     /// The cache shared with other instances through Redis, when configured (and keyed).
     shared: Option<Arc<SharedCache>>,
     /// The admin rule's paths: part of every claims key.
@@ -57,16 +79,25 @@ pub struct Manifests {
 }
 
 impl Manifests {
-    /// `seen_capacity`: how many recently served claim sets to remember for impact previews.
+    /// `access`: the decisions by claims key (shared with the decision service);
+    /// `manifest_bytes`: the budget of rendered manifests; `seen_capacity`: how many recently
+    /// served claim sets to remember for impact previews.
     pub fn new(
-        cache_capacity: usize,
+        access: Arc<AccessCache>,
+        manifest_bytes: usize,
         shared: Option<Arc<SharedCache>>,
         admin_paths: &[ClaimPath],
         seen_capacity: usize,
         metrics: Arc<Metrics>,
     ) -> Manifests {
         Manifests {
-            cache: ManifestCache::new(cache_capacity),
+            access,
+            rendered: RevisionCache::new(manifest_bytes, |key, rendered| {
+                size_of::<RenderKey>()
+                    + key.matched.heap_bytes()
+                    + key.options.heap_bytes()
+                    + rendered.weight()
+            }),
             shared,
             admin_paths: Arc::from(admin_paths),
             seen: SeenClaims::new(seen_capacity),
@@ -84,9 +115,14 @@ impl Manifests {
         CacheKey::new(snapshot, &self.admin_paths, claims, options)
     }
 
-    /// The rendered manifests kept by this instance.
-    pub fn cache(&self) -> &ManifestCache {
-        &self.cache
+    /// Counters of the rendered manifests kept by this instance.
+    pub fn rendered_stats(&self) -> CacheStats {
+        self.rendered.stats()
+    }
+
+    /// The access decisions kept by this instance.
+    pub fn access(&self) -> &Arc<AccessCache> {
+        &self.access
     }
 
     /// The cache shared with other instances, when there is one.
@@ -131,7 +167,8 @@ impl Manifests {
         options: ManifestOptions,
     ) -> Arc<RenderedManifest> {
         let key = self.key(snapshot, claims, options);
-        self.local(snapshot, claims, key).0
+        let matched = self.access.matched(snapshot, &key.fingerprint, claims);
+        self.rendered(snapshot, claims, matched, key.options).0
     }
 
     async fn lookup(
@@ -140,40 +177,71 @@ impl Manifests {
         claims: &Claims,
         key: CacheKey,
     ) -> (Arc<RenderedManifest>, CacheOutcome) {
-        let Some(shared) = &self.shared else {
-            return self.local(snapshot, claims, key);
+        let (matched, decided) = self.decision(snapshot, claims, &key).await;
+        let (rendered, was_kept) = self.rendered(snapshot, claims, matched, key.options);
+        let outcome = match (decided, was_kept) {
+            (Decided::Kept, true) => CacheOutcome::Hit,
+            (_, true) => CacheOutcome::Rendered,
+            (Decided::Shared, false) => CacheOutcome::Shared,
+            (_, false) => CacheOutcome::Miss,
         };
-        if let Some(hit) = self.cache.get(&key, snapshot.revision()) {
-            return (hit, CacheOutcome::Hit);
-        }
-        let access = shared.access(&key.fingerprint, snapshot.revision()).await;
-        let rebuilt = access
-            .as_ref()
-            .and_then(|access| snapshot.manifest_for_access(access, &key.options));
-        let (rendered, outcome) = match rebuilt {
-            Some(manifest) => (render(&manifest), CacheOutcome::Shared),
-            None => {
-                let (manifest, access) = snapshot.manifest_with_access(claims, &key.options);
-                shared.remember(&key.fingerprint, access, snapshot);
-                (render(&manifest), CacheOutcome::Miss)
-            }
-        };
-        self.cache.insert(key, Arc::clone(&rendered));
         (rendered, outcome)
     }
 
-    fn local(
+    /// The decision for `claims`: kept here, shared by another instance, or evaluated here
+    /// (and then kept and shared).
+    async fn decision(
         &self,
         snapshot: &Snapshot,
         claims: &Claims,
-        key: CacheKey,
-    ) -> (Arc<RenderedManifest>, CacheOutcome) {
-        if let Some(hit) = self.cache.get(&key, snapshot.revision()) {
-            return (hit, CacheOutcome::Hit);
+        key: &CacheKey,
+    ) -> (Matched, Decided) {
+        if let Some(matched) = self.access.get(snapshot, &key.fingerprint) {
+            return (matched, Decided::Kept);
         }
-        let rendered = render(&snapshot.manifest(claims, &key.options));
-        self.cache.insert(key, Arc::clone(&rendered));
-        (rendered, CacheOutcome::Miss)
+        let mut decided = Decided::Evaluated;
+        let mut matched = None;
+        if let Some(shared) = &self.shared {
+            matched = shared
+                .access(&key.fingerprint, snapshot.revision())
+                .await
+                .and_then(|access| snapshot.matched_of_access(&access));
+            match &matched {
+                Some(_) => decided = Decided::Shared,
+                None => {
+                    let evaluated = snapshot.matched(claims);
+                    shared.remember(&key.fingerprint, snapshot.access_of(&evaluated), snapshot);
+                    matched = Some(evaluated);
+                }
+            }
+        }
+        let matched = matched.unwrap_or_else(|| snapshot.matched(claims));
+        self.access.insert(key.fingerprint, matched.clone());
+        (matched, decided)
+    }
+
+    /// The manifest `matched` (the decision for `claims`) decides under `options`, and whether
+    /// it was kept: kept, or rendered now and kept.
+    fn rendered(
+        &self,
+        snapshot: &Snapshot,
+        claims: &Claims,
+        matched: Matched,
+        options: ManifestOptions,
+    ) -> (Arc<RenderedManifest>, bool) {
+        let key = RenderKey { matched, options };
+        if let Some(hit) = self.rendered.get(&key, snapshot.revision()) {
+            return (hit, true);
+        }
+        let rendered = match snapshot.manifest_of(&key.matched, &key.options) {
+            Some(manifest) => render(&manifest),
+            // A decision of another revision (both come from `snapshot`, so never): the
+            // claims themselves decide, and nothing is kept under a key that does not fit.
+            None => return (render(&snapshot.manifest(claims, &key.options)), false),
+        };
+        self.rendered
+            .insert_at(key, rendered.revision, Arc::clone(&rendered));
+        (rendered, false)
     }
 }
 

@@ -2,6 +2,7 @@
 //! current snapshot, the manifests every transport serves, decisions about single tools, and
 //! the background work (periodic refreshes, following other instances).
 
+pub mod access;
 pub mod catalog;
 pub mod commands;
 pub mod decisions;

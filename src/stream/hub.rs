@@ -26,6 +26,7 @@ pub use super::frame::Frame;
 use super::frame::{EventKind, encode};
 use super::outbox::{Outbox, Pushed};
 use crate::cache::CacheKey;
+use crate::domain::access::Matched;
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
@@ -416,10 +417,12 @@ impl StreamHub {
     }
 }
 
-/// The moves that bring `jobs` to `snapshot`: one manifest per distinct new key, one diff per
-/// (old group, new key).
+/// The moves that bring `jobs` to `snapshot`: one manifest per distinct access decision (many
+/// claims keys share one), one diff per (previous manifest, new decision).
 fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> {
-    let mut manifests: HashMap<CacheKey, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
+    type Decided = (Matched, ManifestOptions);
+    let mut manifests: HashMap<Decided, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
+    let mut frames: HashMap<(Arc<str>, Decided), Option<Arc<Frame>>> = HashMap::new();
     let mut moves = Vec::with_capacity(jobs.len());
     for job in jobs {
         // (new key, claims of the key, members moving there or all of them)
@@ -442,13 +445,24 @@ fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> 
             }
         };
         for (to, claims, members) in targets {
-            let (manifest, summary) = manifests.entry(to.clone()).or_insert_with(|| {
-                let manifest = snapshot.manifest(&claims, &to.options);
+            let matched = resolver
+                .access()
+                .matched(snapshot, &to.fingerprint, &claims);
+            let decided = (matched, to.options.clone());
+            let (manifest, summary) = manifests.entry(decided.clone()).or_insert_with(|| {
+                let manifest = snapshot
+                    .manifest_of(&decided.0, &decided.1)
+                    .unwrap_or_else(|| snapshot.manifest(&claims, &to.options));
                 let summary = Arc::new(ManifestSummary::of(&manifest));
                 (manifest, summary)
             });
-            let frame = (summary.etag() != job.previous.etag())
-                .then(|| change_frame(&job.previous, manifest, summary));
+            let frame = frames
+                .entry((Arc::clone(job.previous.etag()), decided))
+                .or_insert_with(|| {
+                    (summary.etag() != job.previous.etag())
+                        .then(|| change_frame(&job.previous, manifest, summary))
+                })
+                .clone();
             moves.push(Move {
                 from: job.from.clone(),
                 previous: Arc::clone(&job.previous),

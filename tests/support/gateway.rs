@@ -83,7 +83,6 @@ pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
     };
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
-        cache_capacity: 1000,
         ..ServerConfig::new(store, auth)
     }
 }

@@ -90,32 +90,85 @@ pub fn check_origin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiErro
         return Ok(());
     };
     let origin = origin.to_str().unwrap_or_default().trim_end_matches('/');
-    let own = headers
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|host| {
-            origin
-                .split_once("://")
-                .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
-        });
-    let configured = state
-        .mcp
-        .settings
-        .public_url
-        .as_deref()
-        .is_some_and(|url| url.trim_end_matches('/').eq_ignore_ascii_case(origin))
-        || state
-            .mcp
-            .settings
-            .allowed_origins
-            .iter()
-            .any(|allowed| allowed.trim_end_matches('/').eq_ignore_ascii_case(origin));
-    if own || configured {
+    let settings = &state.mcp.settings;
+    let allowed = match settings.public_url.as_deref() {
+        Some(url) => origin_of(url).eq_ignore_ascii_case(origin),
+        // The `Host` header proves nothing (a DNS-rebinding page sends its own host as both
+        // `Host` and `Origin`): without a public URL, only pages served from this machine.
+        None => is_loopback_origin(origin),
+    } || settings
+        .allowed_origins
+        .iter()
+        .any(|allowed| allowed.trim_end_matches('/').eq_ignore_ascii_case(origin));
+    if allowed {
         Ok(())
     } else {
         Err(ApiError::Forbidden(format!(
             "requests from origin '{origin}' are not allowed at /mcp; add it to \
              TOOLGATE_MCP_ALLOWED_ORIGINS"
         )))
+    }
+}
+
+/// `scheme://authority` of a URL (`https://gateway.example.com/prefix` →
+/// `https://gateway.example.com`).
+fn origin_of(url: &str) -> &str {
+    let authority_start = url.find("://").map_or(0, |at| at + 3);
+    match url[authority_start..].find('/') {
+        Some(slash) => &url[..authority_start + slash],
+        None => url,
+    }
+}
+
+/// `http(s)://localhost`, `127.0.0.1` or `[::1]`, with or without a port.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !authority.ends_with(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    port.is_none_or(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        && (host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "[::1]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_and_the_public_urls_origin() {
+        for origin in [
+            "http://localhost",
+            "http://localhost:6274",
+            "https://127.0.0.1:8080",
+            "http://[::1]",
+            "http://[::1]:3000",
+        ] {
+            assert!(is_loopback_origin(origin), "{origin}");
+        }
+        for origin in [
+            "http://evil.example.com",
+            "http://localhost.evil.example.com",
+            "http://127.0.0.1.nip.io",
+            "http://localhost:",
+            "http://localhost:80x",
+            "file://localhost",
+            "null",
+        ] {
+            assert!(!is_loopback_origin(origin), "{origin}");
+        }
+        assert_eq!(
+            origin_of("https://gateway.example.com/tools"),
+            "https://gateway.example.com"
+        );
+        assert_eq!(
+            origin_of("https://gw.example.com:8443"),
+            "https://gw.example.com:8443"
+        );
     }
 }

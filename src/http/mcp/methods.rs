@@ -79,7 +79,8 @@ pub async fn answer(
 ) -> Response {
     let mut created_session = None;
     let reply = match (method, context.version.is_stateless()) {
-        ("initialize", _) => {
+        // 2026-07-28 has no initialize: a stateless one is a method this revision lacks.
+        ("initialize", false) => {
             let (reply, session) = initialize(state, agent, &params);
             created_session = session;
             reply

@@ -72,12 +72,10 @@ pub fn check(
     }
     if method == "tools/call"
         && let Some(name) = params.get("name").and_then(Value::as_str)
-        && header(NAME_HEADER)
-            .map(decode)
-            .is_some_and(|header| header.as_deref() != Some(name))
+        && header(NAME_HEADER).map(decode).flatten().as_deref() != Some(name)
     {
         return Err(mismatch(
-            "the Mcp-Name header does not repeat the name of the tool called",
+            "the Mcp-Name header is missing or does not repeat the name of the tool called",
         ));
     }
     let Some(asked) = asked.as_str() else {
@@ -210,7 +208,19 @@ mod tests {
             (METHOD_HEADER, "tools/call"),
             (NAME_HEADER, "b"),
         ]);
-        assert_eq!(code(&other_name, "tools/call", call), HEADER_MISMATCH);
+        assert_eq!(
+            code(&other_name, "tools/call", call.clone()),
+            HEADER_MISMATCH
+        );
+        let no_name = headers(&[
+            (PROTOCOL_VERSION, "2026-07-28"),
+            (METHOD_HEADER, "tools/call"),
+        ]);
+        assert_eq!(
+            code(&no_name, "tools/call", call),
+            HEADER_MISMATCH,
+            "Mcp-Name is required for tools/call"
+        );
         let old = headers(&[
             (PROTOCOL_VERSION, "2025-11-25"),
             (METHOD_HEADER, "tools/list"),

@@ -47,6 +47,16 @@ fn ask<'q>(claims: &'q Claims, scope: &'q Scope, tool_id: &'q str) -> Question<'
     }
 }
 
+fn decisions() -> Decisions {
+    Decisions::new(Arc::new(AccessCache::new(1 << 20)), 1 << 20)
+}
+
+/// (hits, misses) of the evaluations kept.
+fn lookups(decisions: &Decisions) -> (u64, u64) {
+    let stats = decisions.evaluation_stats();
+    (stats.hits, stats.misses)
+}
+
 fn permitted(answers: &[Answer]) -> Vec<bool> {
     answers.iter().map(|answer| answer.permitted).collect()
 }
@@ -54,7 +64,7 @@ fn permitted(answers: &[Answer]) -> Vec<bool> {
 #[test]
 fn a_decision_is_membership_in_the_manifest() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let tools = ["s:drop", "s:off", "s:read", "s:write", "s:ghost"];
     for value in [
         json!({"sub": "a", "roles": ["staff"]}),
@@ -90,22 +100,18 @@ fn a_decision_is_membership_in_the_manifest() {
 #[test]
 fn a_batch_about_one_subject_costs_one_evaluation() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let staff = claims(json!({"sub": "a", "roles": ["staff"]}));
     let scope = Scope::default();
     let ids: Vec<String> = (0..100).map(|i| format!("s:tool{i}")).collect();
     let questions: Vec<Question<'_>> = ids.iter().map(|id| ask(&staff, &scope, id)).collect();
     decisions.decide(&snapshot, &questions, Semantic::ExecuteAll, false);
-    assert_eq!(
-        decisions.cache().stats(),
-        (0, 1),
-        "one lookup, one evaluation"
-    );
+    assert_eq!(lookups(&decisions), (0, 1), "one lookup, one evaluation");
     // Equal claims given separately (not the same reference) share the evaluation too.
     let copy = staff.clone();
     let questions = [ask(&staff, &scope, "s:read"), ask(&copy, &scope, "s:read")];
     decisions.decide(&snapshot, &questions, Semantic::ExecuteAll, true);
-    assert_eq!(decisions.cache().stats(), (1, 1), "then a cache hit");
+    assert_eq!(lookups(&decisions), (1, 1), "then a cache hit");
     // Another subject, another scope: one more each.
     let reader = claims(json!({"sub": "b", "roles": ["reader"]}));
     let research = Scope {
@@ -118,13 +124,13 @@ fn a_batch_about_one_subject_costs_one_evaluation() {
         ask(&reader, &scope, "s:write"),
     ];
     decisions.decide(&snapshot, &questions, Semantic::ExecuteAll, false);
-    assert_eq!(decisions.cache().stats(), (1, 3));
+    assert_eq!(lookups(&decisions), (1, 3));
 }
 
 #[test]
 fn claims_that_differ_only_where_no_policy_reads_share_an_evaluation() {
     let first = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let scope = Scope::default();
     let token = claims(json!({"sub": "a", "roles": ["staff"], "exp": 1}));
     let refreshed = claims(json!({"sub": "a", "roles": ["staff"], "exp": 2}));
@@ -140,7 +146,7 @@ fn claims_that_differ_only_where_no_policy_reads_share_an_evaluation() {
         Semantic::ExecuteAll,
         false,
     );
-    assert_eq!(decisions.cache().stats(), (1, 1));
+    assert_eq!(lookups(&decisions), (1, 1));
     // A new revision evaluates again: nothing of the old one is used.
     let newer = snapshot(2);
     decisions.decide(
@@ -149,13 +155,33 @@ fn claims_that_differ_only_where_no_policy_reads_share_an_evaluation() {
         Semantic::ExecuteAll,
         false,
     );
-    assert_eq!(decisions.cache().stats(), (1, 2));
+    assert_eq!(lookups(&decisions), (1, 2));
+}
+
+#[test]
+fn claims_that_differ_where_policies_read_but_reach_the_same_decision_share_an_evaluation() {
+    let snapshot = snapshot(1);
+    let decisions = decisions();
+    let scope = Scope::default();
+    let staff = claims(json!({"sub": "a", "roles": ["staff"]}));
+    let also_staff = claims(json!({"sub": "a", "roles": ["staff", "guest"]}));
+    for claims in [&staff, &also_staff] {
+        decisions.decide(
+            &snapshot,
+            &[ask(claims, &scope, "s:read")],
+            Semantic::ExecuteAll,
+            false,
+        );
+    }
+    let access = decisions.access.stats();
+    assert_eq!((access.hits, access.misses), (0, 2), "two claims keys");
+    assert_eq!(lookups(&decisions), (1, 1), "one decision, one evaluation");
 }
 
 #[test]
 fn semantics_stop_after_the_first_deny_or_permit() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let reader = claims(json!({"sub": "b", "roles": ["reader"]}));
     let scope = Scope::default();
     let questions: Vec<Question<'_>> = ["s:read", "s:write", "s:read", "s:drop"]
@@ -190,7 +216,7 @@ fn semantics_stop_after_the_first_deny_or_permit() {
 #[test]
 fn other_actions_and_resource_types_are_denied_with_a_reason() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let staff = claims(json!({"sub": "a", "roles": ["staff"]}));
     let scope = Scope::default();
     let read = ask(&staff, &scope, "s:read");
@@ -215,11 +241,7 @@ fn other_actions_and_resource_types_are_denied_with_a_reason() {
         codes,
         ["unsupported_action", "unsupported_resource_type", "granted"]
     );
-    assert_eq!(
-        decisions.cache().stats(),
-        (0, 1),
-        "only the call was evaluated"
-    );
+    assert_eq!(lookups(&decisions), (0, 1), "only the call was evaluated");
     let plain = decisions.decide(&snapshot, &questions, Semantic::ExecuteAll, false);
     assert!(plain.iter().all(|answer| answer.reason.is_none()));
 }
@@ -227,7 +249,7 @@ fn other_actions_and_resource_types_are_denied_with_a_reason() {
 #[test]
 fn reasons_name_the_deciding_policy_and_groups() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let deep = claims(json!({"sub": "a", "roles": ["staff"], "depth": 2}));
     let research = Scope {
         state: Some("x".into()),
@@ -283,7 +305,7 @@ fn reasons_name_the_deciding_policy_and_groups() {
 #[test]
 fn search_pages_through_the_manifest_in_id_order() {
     let snapshot = snapshot(1);
-    let decisions = Decisions::new(100);
+    let decisions = decisions();
     let staff = claims(json!({"sub": "a", "roles": ["staff"]}));
     let scope = Scope::default();
     let page = |after: Option<&str>, limit| {

@@ -1,0 +1,73 @@
+//! The byte budgets of the in-process caches as one source gives them: `[cache]` in the file,
+//! `TOOLGATE_CACHE_*` in the environment.
+
+use serde::Deserialize;
+
+use super::number;
+use super::{ConfigError, Environment};
+use crate::cache::CacheBudgets;
+
+/// The environment variables read here.
+pub const VARIABLES: [&str; 3] = [
+    "TOOLGATE_CACHE_MANIFEST_BYTES",
+    "TOOLGATE_CACHE_ACCESS_BYTES",
+    "TOOLGATE_CACHE_EVALUATION_BYTES",
+];
+
+/// `[cache]` in the file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CacheSection {
+    manifest_bytes: Option<u64>,
+    access_bytes: Option<u64>,
+    evaluation_bytes: Option<u64>,
+}
+
+/// The budgets one source gives; `None`: it does not say. 0 is allowed: nothing is kept.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct CacheLayer {
+    manifest_bytes: Option<u64>,
+    access_bytes: Option<u64>,
+    evaluation_bytes: Option<u64>,
+}
+
+impl CacheLayer {
+    pub fn from_file(section: CacheSection) -> CacheLayer {
+        CacheLayer {
+            manifest_bytes: section.manifest_bytes,
+            access_bytes: section.access_bytes,
+            evaluation_bytes: section.evaluation_bytes,
+        }
+    }
+
+    pub fn from_env(env: &Environment) -> Result<CacheLayer, ConfigError> {
+        let number = |name: &str| env.get(name).map(|t| number::integer(name, t)).transpose();
+        Ok(CacheLayer {
+            manifest_bytes: number("TOOLGATE_CACHE_MANIFEST_BYTES")?,
+            access_bytes: number("TOOLGATE_CACHE_ACCESS_BYTES")?,
+            evaluation_bytes: number("TOOLGATE_CACHE_EVALUATION_BYTES")?,
+        })
+    }
+
+    /// `higher` on top of `self`.
+    pub fn overlaid_by(self, higher: CacheLayer) -> CacheLayer {
+        CacheLayer {
+            manifest_bytes: higher.manifest_bytes.or(self.manifest_bytes),
+            access_bytes: higher.access_bytes.or(self.access_bytes),
+            evaluation_bytes: higher.evaluation_bytes.or(self.evaluation_bytes),
+        }
+    }
+
+    /// The budgets, defaults where no source said.
+    pub fn budgets(self) -> CacheBudgets {
+        let defaults = CacheBudgets::default();
+        let bytes = |value: Option<u64>, default: usize| {
+            value.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))
+        };
+        CacheBudgets {
+            manifest_bytes: bytes(self.manifest_bytes, defaults.manifest_bytes),
+            access_bytes: bytes(self.access_bytes, defaults.access_bytes),
+            evaluation_bytes: bytes(self.evaluation_bytes, defaults.evaluation_bytes),
+        }
+    }
+}
