@@ -33,6 +33,9 @@ use toolgate::service::Threads;
 const LARGE_MATCHED: usize = 20;
 /// Policies the typical-catalog agent should match.
 const TYPICAL_MATCHED: usize = 5;
+/// An agent whose roles match about 600 policies of the large catalog: a manifest of ~7,000
+/// tools (~2.9 MB), the worst case of what one render costs.
+const BROAD_MATCHED: usize = 600;
 
 struct Fixture {
     generated: Generated,
@@ -94,6 +97,7 @@ fn report(label: &str, generated: &Generated, snapshot: &Snapshot, claims: &Clai
 fn benches(c: &mut Criterion) {
     let large = fixture("large", &Spec::LARGE, LARGE_MATCHED);
     let typical = fixture("typical", &Spec::TYPICAL, TYPICAL_MATCHED);
+    let broad = fixture("large", &Spec::LARGE, BROAD_MATCHED);
     let defaults = ManifestOptions::default();
 
     let mut compile = c.benchmark_group("compile");
@@ -120,6 +124,16 @@ fn benches(c: &mut Criterion) {
                 large
                     .snapshot
                     .manifest(black_box(&large.claims), &defaults)
+                    .len(),
+            )
+        })
+    });
+    manifest.bench_function("large_600_policies", |b| {
+        b.iter(|| {
+            black_box(
+                broad
+                    .snapshot
+                    .manifest(black_box(&broad.claims), &defaults)
                     .len(),
             )
         })
@@ -161,6 +175,16 @@ fn benches(c: &mut Criterion) {
                 large
                     .snapshot
                     .manifest(black_box(&large.claims), &defaults)
+                    .to_json(),
+            )
+        })
+    });
+    json.bench_function("large_600_policies", |b| {
+        b.iter(|| {
+            black_box(
+                broad
+                    .snapshot
+                    .manifest(black_box(&broad.claims), &defaults)
                     .to_json(),
             )
         })

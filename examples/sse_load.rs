@@ -8,6 +8,11 @@
 //! connection, then the session's `GET /mcp` notification stream on the same connection; its
 //! first event is the priming event and the change is `notifications/tools/list_changed`.
 //!
+//! With `sse-h2`, the SSE subscriptions are HTTP/2 streams (prior knowledge), up to
+//! [`STREAMS_PER_CONNECTION`] on each connection: how one process reaches 100,000 subscribers
+//! where the open-file limit is far below that (each HTTP/1.1 subscriber holds a socket on both
+//! sides).
+//!
 //! Lean on purpose: raw HTTP/1.1 over `TcpStream`, one small task per subscription, so the
 //! client's own cost does not hide the server's. Latency is measured per subscriber from the
 //! admin write's response (and, more conservatively, from just before the write was sent) to
@@ -30,11 +35,13 @@ async fn main() -> anyhow::Result<()> {
             "usage: sse_load <base-url> <hmac-secret> <server-pid> <subscribers> <claim-sets> <tool-id> [sse|mcp]"
         );
     }
-    let mcp = match args.get(7).map(String::as_str) {
-        None | Some("sse") => false,
-        Some("mcp") => true,
-        Some(other) => bail!("unknown mode '{other}': sse or mcp"),
+    let mode = match args.get(7).map(String::as_str) {
+        None | Some("sse") => Mode::Sse,
+        Some("sse-h2") => Mode::SseH2,
+        Some("mcp") => Mode::Mcp,
+        Some(other) => bail!("unknown mode '{other}': sse, sse-h2 or mcp"),
     };
+    let mcp = mode == Mode::Mcp;
     let base = args[1].trim_end_matches('/').to_owned();
     let secret = &args[2];
     let pid: u32 = args[3].parse().context("server pid")?;
@@ -58,7 +65,35 @@ async fn main() -> anyhow::Result<()> {
     // Bounded connect concurrency: the listen backlog is finite.
     let opening = Arc::new(Semaphore::new(256));
     let started = Instant::now();
+    let mut h2_connection: Option<(h2::client::SendRequest<bytes::Bytes>, usize)> = None;
     for i in 0..subscribers {
+        if mode == Mode::SseH2 {
+            let send = match h2_connection.take() {
+                Some((send, open)) if open < STREAMS_PER_CONNECTION => {
+                    h2_connection = Some((send.clone(), open + 1));
+                    send
+                }
+                _ => {
+                    let send = h2_connect(&addr).await?;
+                    h2_connection = Some((send.clone(), 1));
+                    send
+                }
+            };
+            let (token, addr, opening) = (
+                tokens[i % claim_sets].clone(),
+                addr.clone(),
+                Arc::clone(&opening),
+            );
+            let (connected, arrived) = (connected_tx.clone(), arrived_tx.clone());
+            tokio::spawn(async move {
+                if let Err(error) =
+                    h2_subscriber(send, &addr, &token, opening, connected, arrived).await
+                {
+                    eprintln!("subscriber {i}: {error:#}");
+                }
+            });
+            continue;
+        }
         let token = tokens[i % claim_sets].clone();
         let (addr, opening) = (addr.clone(), Arc::clone(&opening));
         let (connected, arrived) = (connected_tx.clone(), arrived_tx.clone());
@@ -172,6 +207,97 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Sse,
+    SseH2,
+    Mcp,
+}
+
+/// HTTP/2 streams opened on one connection (the server allows 200 at once).
+const STREAMS_PER_CONNECTION: usize = 190;
+
+/// A new HTTP/2 connection (prior knowledge), driven in the background.
+async fn h2_connect(addr: &str) -> anyhow::Result<h2::client::SendRequest<bytes::Bytes>> {
+    let socket = TcpStream::connect(addr).await?;
+    socket.set_nodelay(true)?;
+    // SSE events are small DATA frames, and 190 streams' worth queue up while this machine's
+    // two cores are busy: h2's guard against floods of small frames is for untrusted peers.
+    let (send, connection) = h2::client::Builder::new()
+        .data_frame_budget(usize::MAX / 2)
+        .handshake(socket)
+        .await?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            eprintln!("an HTTP/2 connection ended: {error}");
+        }
+    });
+    Ok(send)
+}
+
+/// One subscription on an HTTP/2 stream: as [`subscriber`].
+async fn h2_subscriber(
+    send: h2::client::SendRequest<bytes::Bytes>,
+    addr: &str,
+    token: &str,
+    opening: Arc<Semaphore>,
+    connected: mpsc::UnboundedSender<()>,
+    arrived: mpsc::UnboundedSender<Instant>,
+) -> anyhow::Result<()> {
+    let permit = opening.acquire().await?;
+    let mut send = send.ready().await?;
+    let request = axum::http::Request::get(format!("http://{addr}/agents/tools/stream"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("accept", "text/event-stream")
+        .body(())?;
+    let (response, _) = send.send_request(request, true)?;
+    let response = response.await?;
+    if !response.status().is_success() {
+        bail!("the stream was refused: {}", response.status());
+    }
+    let markers = Markers {
+        ready: b"event: tools\n",
+        changed: b"event: tools_changed",
+    };
+    listen(
+        Source::H2(response.into_body()),
+        markers,
+        permit,
+        connected,
+        arrived,
+    )
+    .await
+}
+
+/// Where a subscription's bytes come from.
+enum Source {
+    Tcp(TcpStream),
+    H2(h2::RecvStream),
+}
+
+impl Source {
+    /// Appends what arrives next to `window`; 0 when the stream ended.
+    async fn read_into(&mut self, window: &mut Vec<u8>) -> anyhow::Result<usize> {
+        match self {
+            Source::Tcp(socket) => {
+                let mut chunk = [0u8; 8192];
+                let n = socket.read(&mut chunk).await?;
+                window.extend_from_slice(&chunk[..n]);
+                Ok(n)
+            }
+            Source::H2(body) => match body.data().await {
+                None => Ok(0),
+                Some(data) => {
+                    let data = data?;
+                    let _ = body.flow_control().release_capacity(data.len());
+                    window.extend_from_slice(&data);
+                    Ok(data.len().max(1))
+                }
+            },
+        }
+    }
+}
+
 /// One subscription: first event → `connected`; `tools_changed` arrival time → `arrived`.
 async fn subscriber(
     addr: &str,
@@ -188,7 +314,7 @@ async fn subscriber(
         ready: b"event: tools\n",
         changed: b"event: tools_changed",
     };
-    listen(socket, markers, permit, connected, arrived).await
+    listen(Source::Tcp(socket), markers, permit, connected, arrived).await
 }
 
 /// One MCP session: `initialize`, then its notification stream on the same connection; the
@@ -218,7 +344,7 @@ async fn mcp_subscriber(
         ready: b"id: ",
         changed: b"notifications/tools/list_changed",
     };
-    listen(socket, markers, permit, connected, arrived).await
+    listen(Source::Tcp(socket), markers, permit, connected, arrived).await
 }
 
 /// What a subscription's stream shows when it is open, and when the change arrived.
@@ -232,21 +358,21 @@ struct Markers {
 /// back), the change's arrival time → `arrived`; then stays connected until the process ends,
 /// so nobody's disconnect disturbs the measurement.
 async fn listen(
-    mut socket: TcpStream,
+    mut source: Source,
     markers: Markers,
     permit: tokio::sync::SemaphorePermit<'_>,
     connected: mpsc::UnboundedSender<()>,
     arrived: mpsc::UnboundedSender<Instant>,
 ) -> anyhow::Result<()> {
     let mut window: Vec<u8> = Vec::with_capacity(8192);
-    let mut chunk = vec![0u8; 8192];
-    wait_for(&mut socket, &mut window, &mut chunk, markers.ready, b"\n\n").await?;
+    wait_for(&mut source, &mut window, markers.ready, b"\n\n").await?;
     drop(permit);
     let _ = connected.send(());
-    wait_for(&mut socket, &mut window, &mut chunk, markers.changed, b"").await?;
+    wait_for(&mut source, &mut window, markers.changed, b"").await?;
     let _ = arrived.send(Instant::now());
     loop {
-        if socket.read(&mut chunk).await? == 0 {
+        window.clear();
+        if source.read_into(&mut window).await? == 0 {
             return Ok(());
         }
     }
@@ -291,9 +417,8 @@ async fn read_session_id(socket: &mut TcpStream) -> anyhow::Result<String> {
 
 /// Reads until `needle` (then `then`, when not empty) has been seen, keeping only a small tail.
 async fn wait_for(
-    socket: &mut TcpStream,
+    source: &mut Source,
     window: &mut Vec<u8>,
-    chunk: &mut [u8],
     needle: &[u8],
     then: &[u8],
 ) -> anyhow::Result<()> {
@@ -310,14 +435,12 @@ async fn wait_for(
         } else if window.len() > 64 {
             window.drain(..window.len() - 64);
         }
-        let n = socket.read(chunk).await?;
-        if n == 0 {
+        if source.read_into(window).await? == 0 {
             bail!(
                 "the server closed the stream: {}",
                 String::from_utf8_lossy(window)
             );
         }
-        window.extend_from_slice(&chunk[..n]);
         if let Some(at) = found_at
             && window.len() > at + 64
         {

@@ -4,10 +4,12 @@
 # server's RSS per idle subscriber and the latency from the admin write to each subscriber's
 # `tools_changed` event (p50/p90/p99/max, and when the 1,000th subscriber had it).
 #
-#   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100] [sse|mcp]
+#   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100] [sse|sse-h2|mcp]
 #
 # With `mcp` the subscribers are MCP sessions (2025-11-25) with their `GET /mcp` notification
-# streams, and the change they wait for is `notifications/tools/list_changed`.
+# streams, and the change they wait for is `notifications/tools/list_changed`. With `sse-h2` the
+# SSE subscriptions are HTTP/2 streams, 190 per connection: the way to 100,000 subscribers where
+# the open-file limit is lower than that (an HTTP/1.1 subscriber holds a socket on each side).
 #
 # Builds release binaries (respects CARGO_TARGET_DIR); needs python3. Client and server share
 # the machine, so the client's own CPU time is part of the measured latency.
@@ -20,8 +22,11 @@ SUBSCRIBERS=${1:-10000}
 CLAIM_SETS=${2:-100}
 MODE=${3:-sse}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-if [ "$(ulimit -n)" -lt $((SUBSCRIBERS + 1000)) ]; then
-  echo "the file-descriptor limit $(ulimit -n) is too low for $SUBSCRIBERS subscribers" >&2; exit 1
+SOCKETS=$SUBSCRIBERS
+[ "$MODE" = sse-h2 ] && SOCKETS=$((SUBSCRIBERS / 190 + 1))
+if [ "$(ulimit -n)" -lt $((SOCKETS + 1000)) ]; then
+  echo "the file-descriptor limit $(ulimit -n) is too low for $SUBSCRIBERS subscribers;" \
+       "try sse-h2 (HTTP/2 streams share connections)" >&2; exit 1
 fi
 
 cargo build --release --locked --quiet --bin toolgate --example sse_load
@@ -52,7 +57,7 @@ PY
 export TOOLGATE_JWT_SECRET=sse-benchmark-secret-of-32-bytes!!
 export TOOLGATE_LOG_LEVEL=warn
 # One connection per subscriber, plus the admin write and the metrics reads.
-export TOOLGATE_MAX_CONNECTIONS=$((SUBSCRIBERS + 1000))
+export TOOLGATE_MAX_CONNECTIONS=$((SOCKETS + 1000))
 # Every claim set holds SUBSCRIBERS / CLAIM_SETS streams of one subject.
 export TOOLGATE_MAX_STREAMS_PER_SUBJECT=$(( (SUBSCRIBERS + CLAIM_SETS - 1) / CLAIM_SETS ))
 # Every subject opens all its streams at once: let the stream-open rate limit allow that burst.

@@ -11,6 +11,7 @@
 //! (shared through Redis). The granted group ids ride along for people and tools that inspect
 //! the shared cache; rebuilding does not need them.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -21,13 +22,45 @@ use super::snapshot::Snapshot;
 use super::verdict::Evaluation;
 
 /// The policies whose matchers all hold for some claims, at one revision: the decision a
-/// manifest is built from. Cheap to clone and hash (it is a cache key); meaningless with a
-/// snapshot of another revision, which every method taking one checks.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// manifest is built from. Cheap to clone and to hash (it is a cache key on the hot path: its
+/// hash is computed once, when it is made); meaningless with a snapshot of another revision,
+/// which every method taking one checks.
+#[derive(Debug, Clone)]
 pub struct Matched {
     revision: u64,
     /// Indices into the snapshot's policies, ascending (= priority order).
     policies: Arc<[u32]>,
+    /// A hash of `revision` and `policies`, for hash maps (equality compares the lists).
+    digest: u64,
+}
+
+impl PartialEq for Matched {
+    fn eq(&self, other: &Matched) -> bool {
+        self.digest == other.digest
+            && self.revision == other.revision
+            && self.policies == other.policies
+    }
+}
+
+impl Eq for Matched {}
+
+impl Hash for Matched {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.digest);
+    }
+}
+
+impl Matched {
+    fn new(revision: u64, policies: Arc<[u32]>) -> Matched {
+        let mut hasher = std::hash::DefaultHasher::new();
+        revision.hash(&mut hasher);
+        policies.hash(&mut hasher);
+        Matched {
+            revision,
+            policies,
+            digest: hasher.finish(),
+        }
+    }
 }
 
 impl Matched {
@@ -65,10 +98,7 @@ pub struct Access {
 impl Snapshot {
     /// Which policies match `claims` here.
     pub fn matched(&self, claims: &Claims) -> Matched {
-        Matched {
-            revision: self.revision,
-            policies: self.matching_policies(claims).into(),
-        }
+        Matched::new(self.revision, self.matching_policies(claims).into())
     }
 
     /// The manifest decided by `matched` under `options`: equal to [`Snapshot::manifest`] for
@@ -146,10 +176,7 @@ impl Snapshot {
         if wanted.peek().is_some() {
             return None;
         }
-        Some(Matched {
-            revision: self.revision,
-            policies: matched.into(),
-        })
+        Some(Matched::new(self.revision, matched.into()))
     }
 
     fn policy_id(&self, index: u32) -> &str {

@@ -239,24 +239,55 @@ impl Snapshot {
             .collect()
     }
 
-    /// Builds the sorted entries with, for each tool, the granted groups that contain it.
-    fn entries(&self, result: &FixedBitSet, granted_groups: &[u32]) -> Vec<Entry> {
-        let mut entries: Vec<Entry> = result
-            .ones()
-            .map(|t| Entry {
-                tool: t as u32,
-                groups: Vec::new(),
+    /// Builds the sorted entries and, for each tool, the granted groups that contain it (in one
+    /// flat list: two passes over each granted group's members in the result, counting then
+    /// placing, so that every entry's groups come out ascending without an allocation each).
+    fn entries(&self, result: &FixedBitSet, granted_groups: &[u32]) -> (Vec<Entry>, Vec<u32>) {
+        let tools: Vec<u32> = result.ones().map(|t| t as u32).collect();
+        let mut position = vec![u32::MAX; self.tools.len()];
+        for (at, &t) in tools.iter().enumerate() {
+            position[t as usize] = at as u32;
+        }
+        // starts[i]..starts[i + 1]: where entry i's groups go.
+        let mut starts = vec![0u32; tools.len() + 1];
+        for &group in granted_groups {
+            for_each_common(&self.groups[group as usize].members, result, |t| {
+                starts[position[t] as usize + 1] += 1;
+            });
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut lists = vec![0u32; starts[tools.len()] as usize];
+        for &group in granted_groups {
+            for_each_common(&self.groups[group as usize].members, result, |t| {
+                let slot = &mut next[position[t] as usize];
+                lists[*slot as usize] = group;
+                *slot += 1;
+            });
+        }
+        let entries = tools
+            .iter()
+            .enumerate()
+            .map(|(at, &tool)| Entry {
+                tool,
+                groups: starts[at]..starts[at + 1],
             })
             .collect();
-        for &group in granted_groups {
-            for t in self.groups[group as usize].members.intersection(result) {
-                let position = entries
-                    .binary_search_by_key(&(t as u32), |entry| entry.tool)
-                    .expect("every tool of the result has an entry");
-                entries[position].groups.push(group);
-            }
+        (entries, lists)
+    }
+}
+
+/// Calls `f` with every index set in both `a` and `b`, ascending, a word at a time.
+fn for_each_common(a: &FixedBitSet, b: &FixedBitSet, mut f: impl FnMut(usize)) {
+    const BITS: usize = usize::BITS as usize;
+    for (word, (&x, &y)) in a.as_slice().iter().zip(b.as_slice()).enumerate() {
+        let mut both = x & y;
+        while both != 0 {
+            f(word * BITS + both.trailing_zeros() as usize);
+            both &= both - 1;
         }
-        entries
     }
 }
 

@@ -9,6 +9,7 @@
 //! unrelated catalog change leaves it unchanged.
 
 use std::fmt::Write as _;
+use std::ops::Range;
 
 use super::entry::truncate;
 use super::snapshot::{Snapshot, tool_index};
@@ -54,8 +55,9 @@ impl ManifestOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub(super) tool: u32,
-    /// Granted groups containing the tool, ascending (= ascending ids).
-    pub(super) groups: Vec<u32>,
+    /// Where the granted groups containing the tool are in [`Manifest`]'s `group_lists`:
+    /// ascending (= ascending ids). One list for all entries, not one allocation each.
+    pub(super) groups: Range<u32>,
 }
 
 /// The tools one agent may see, for one snapshot and one set of options.
@@ -63,6 +65,8 @@ pub struct Entry {
 pub struct Manifest<'s> {
     pub(super) snapshot: &'s Snapshot,
     pub(super) entries: Vec<Entry>,
+    /// The entries' group lists, one after another (see [`Entry::groups`]).
+    pub(super) group_lists: Vec<u32>,
     pub(super) warnings: Vec<String>,
     pub(super) include_disabled: bool,
     pub(super) etag: String,
@@ -74,14 +78,21 @@ pub struct Manifest<'s> {
 impl<'s> Manifest<'s> {
     pub(super) fn new(
         snapshot: &'s Snapshot,
-        entries: Vec<Entry>,
+        (entries, group_lists): (Vec<Entry>, Vec<u32>),
         warnings: Vec<String>,
         include_disabled: bool,
     ) -> Self {
-        let etag = etag(snapshot, &entries, &warnings, include_disabled);
+        let etag = etag(
+            snapshot,
+            &entries,
+            &group_lists,
+            &warnings,
+            include_disabled,
+        );
         Manifest {
             snapshot,
             entries,
+            group_lists,
             warnings,
             include_disabled,
             etag,
@@ -100,12 +111,16 @@ impl<'s> Manifest<'s> {
     pub fn groups_of(&self, tool_id: &str) -> Option<Vec<&'s str>> {
         let entry = self.entry(tool_id)?;
         Some(
-            entry
-                .groups
+            self.entry_groups(entry)
                 .iter()
                 .map(|&g| self.snapshot.groups[g as usize].id.as_str())
                 .collect(),
         )
+    }
+
+    /// The granted groups containing `entry`'s tool, ascending.
+    pub(super) fn entry_groups(&self, entry: &Entry) -> &[u32] {
+        &self.group_lists[entry.groups.start as usize..entry.groups.end as usize]
     }
 
     /// The id of the tool behind `entry`.
@@ -190,11 +205,11 @@ impl<'s> Manifest<'s> {
                 .as_bytes(),
         );
         out.extend_from_slice(b",\"groups\":[");
-        for (i, &group) in entry.groups.iter().enumerate() {
+        for (i, &group) in self.entry_groups(entry).iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            write_json_string(&self.snapshot.groups[group as usize].id, out);
+            out.extend_from_slice(self.snapshot.groups[group as usize].json_id.as_bytes());
         }
         out.push(b']');
         if self.include_disabled {
@@ -224,7 +239,12 @@ impl<'s> Manifest<'s> {
                     + 48
             })
             .sum();
-        entries + 128
+        let groups: usize = self
+            .group_lists
+            .iter()
+            .map(|&g| self.snapshot.groups[g as usize].json_id.len() + 1)
+            .sum();
+        entries + groups + 128
     }
 }
 
@@ -233,18 +253,28 @@ pub(super) fn write_json_string(text: &str, out: &mut Vec<u8>) {
 }
 
 /// Content hash of a manifest: entries (content and groups), warnings, and the preview flag.
-fn etag(snapshot: &Snapshot, entries: &[Entry], warnings: &[String], preview: bool) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&[u8::from(preview)]);
+/// Everything is laid out in one buffer of fixed-size digests (each entry's content hash, its
+/// group count and its groups' id digests, all computed at compile) and hashed in one call:
+/// thousands of small hasher updates cost more than the hashing itself.
+fn etag(
+    snapshot: &Snapshot,
+    entries: &[Entry],
+    group_lists: &[u32],
+    warnings: &[String],
+    preview: bool,
+) -> String {
+    let mut laid_out = Vec::with_capacity(1 + entries.len() * 20 + group_lists.len() * 16);
+    laid_out.push(u8::from(preview));
     for entry in entries {
-        hasher.update(snapshot.tool_entry(entry.tool as usize).content_hash());
-        hasher.update(&(entry.groups.len() as u32).to_le_bytes());
-        for &group in &entry.groups {
-            let id = &snapshot.groups[group as usize].id;
-            hasher.update(&(id.len() as u32).to_le_bytes());
-            hasher.update(id.as_bytes());
+        laid_out.extend_from_slice(snapshot.tool_entry(entry.tool as usize).content_hash());
+        let groups = &group_lists[entry.groups.start as usize..entry.groups.end as usize];
+        laid_out.extend_from_slice(&(groups.len() as u32).to_le_bytes());
+        for &group in groups {
+            laid_out.extend_from_slice(&snapshot.groups[group as usize].id_digest);
         }
     }
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&laid_out);
     hasher.update(&(warnings.len() as u32).to_le_bytes());
     for warning in warnings {
         hasher.update(&(warning.len() as u32).to_le_bytes());

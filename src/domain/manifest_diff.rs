@@ -64,10 +64,8 @@ fn entry_hash(manifest: &Manifest<'_>, entry: &Entry) -> EntryHash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(snapshot.tool_entry(entry.tool as usize).content_hash());
     hasher.update(&[u8::from(manifest.include_disabled)]);
-    for &group in &entry.groups {
-        let id = &snapshot.groups[group as usize].id;
-        hasher.update(&(id.len() as u32).to_le_bytes());
-        hasher.update(id.as_bytes());
+    for &group in manifest.entry_groups(entry) {
+        hasher.update(&snapshot.groups[group as usize].id_digest);
     }
     let mut out = [0u8; 16];
     out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);

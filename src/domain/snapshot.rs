@@ -18,7 +18,7 @@ use fixedbitset::FixedBitSet;
 
 use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::compile_error::CompileError;
-use super::entry::ToolEntry;
+use super::entry::{ToolEntry, truncate};
 use super::model::Catalog;
 use super::selection::SelectionIndex;
 use super::workers::{OnThisThread, Workers};
@@ -71,6 +71,10 @@ pub(super) struct CompiledGroup {
     pub explicit: Vec<u32>,
     /// Excluded tools that exist, ascending.
     pub excluded: Vec<u32>,
+    /// The id as a JSON string, quotes included: what manifests write, copied as bytes.
+    pub json_id: Box<str>,
+    /// A digest of the id, standing for it in etags and entry hashes.
+    pub id_digest: [u8; 16],
     /// `(selected ∪ explicit) − excluded`, or nothing when inactive.
     pub members: FixedBitSet,
 }
@@ -186,6 +190,10 @@ impl Snapshot {
             }
             group_index.insert(group.id.clone(), groups.len() as u32);
             groups.push(CompiledGroup {
+                json_id: serde_json::to_string(&group.id)
+                    .expect("a string always serialises")
+                    .into_boxed_str(),
+                id_digest: truncate(blake3::hash(group.id.as_bytes())),
                 id: group.id.clone(),
                 name: group.name.clone(),
                 active: group.active,

@@ -72,7 +72,7 @@ pub fn check(
     }
     if method == "tools/call"
         && let Some(name) = params.get("name").and_then(Value::as_str)
-        && header(NAME_HEADER).map(decode).flatten().as_deref() != Some(name)
+        && header(NAME_HEADER).and_then(decode).as_deref() != Some(name)
     {
         return Err(mismatch(
             "the Mcp-Name header is missing or does not repeat the name of the tool called",
