@@ -82,6 +82,10 @@ pub struct CacheBudgets {
     /// Evaluations for decisions and MCP listings, per (access decision, options): a few
     /// bitsets of the catalog's size each.
     pub evaluation_bytes: usize,
+    /// Events queued per stream (SSE and MCP) before it counts as lagging and is coalesced to
+    /// a snapshot: a few diffs of a large manifest, and a bound on what a reader that stopped
+    /// reading can pin. Events are shared between the streams of one manifest.
+    pub stream_queue_bytes: usize,
 }
 
 impl Default for CacheBudgets {
@@ -90,6 +94,7 @@ impl Default for CacheBudgets {
             manifest_bytes: 128 << 20,
             access_bytes: 16 << 20,
             evaluation_bytes: 32 << 20,
+            stream_queue_bytes: 4 << 20,
         }
     }
 }

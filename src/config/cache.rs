@@ -8,10 +8,11 @@ use super::{ConfigError, Environment};
 use crate::cache::CacheBudgets;
 
 /// The environment variables read here.
-pub const VARIABLES: [&str; 3] = [
+pub const VARIABLES: [&str; 4] = [
     "TOOLGATE_CACHE_MANIFEST_BYTES",
     "TOOLGATE_CACHE_ACCESS_BYTES",
     "TOOLGATE_CACHE_EVALUATION_BYTES",
+    "TOOLGATE_CACHE_STREAM_QUEUE_BYTES",
 ];
 
 /// `[cache]` in the file.
@@ -21,23 +22,30 @@ pub(super) struct CacheSection {
     manifest_bytes: Option<u64>,
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
+    stream_queue_bytes: Option<u64>,
 }
 
-/// The budgets one source gives; `None`: it does not say. 0 is allowed: nothing is kept.
+/// The budgets one source gives; `None`: it does not say. 0 is allowed for the caches (nothing
+/// is kept), not for a stream's queue.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct CacheLayer {
     manifest_bytes: Option<u64>,
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
+    stream_queue_bytes: Option<u64>,
 }
 
 impl CacheLayer {
-    pub fn from_file(section: CacheSection) -> CacheLayer {
-        CacheLayer {
+    pub fn from_file(section: CacheSection, place: &str) -> Result<CacheLayer, ConfigError> {
+        Ok(CacheLayer {
             manifest_bytes: section.manifest_bytes,
             access_bytes: section.access_bytes,
             evaluation_bytes: section.evaluation_bytes,
-        }
+            stream_queue_bytes: section
+                .stream_queue_bytes
+                .map(|v| number::at_least_one(&format!("cache.stream_queue_bytes{place}"), v))
+                .transpose()?,
+        })
     }
 
     pub fn from_env(env: &Environment) -> Result<CacheLayer, ConfigError> {
@@ -46,6 +54,9 @@ impl CacheLayer {
             manifest_bytes: number("TOOLGATE_CACHE_MANIFEST_BYTES")?,
             access_bytes: number("TOOLGATE_CACHE_ACCESS_BYTES")?,
             evaluation_bytes: number("TOOLGATE_CACHE_EVALUATION_BYTES")?,
+            stream_queue_bytes: number("TOOLGATE_CACHE_STREAM_QUEUE_BYTES")?
+                .map(|v| number::at_least_one("TOOLGATE_CACHE_STREAM_QUEUE_BYTES", v))
+                .transpose()?,
         })
     }
 
@@ -55,6 +66,7 @@ impl CacheLayer {
             manifest_bytes: higher.manifest_bytes.or(self.manifest_bytes),
             access_bytes: higher.access_bytes.or(self.access_bytes),
             evaluation_bytes: higher.evaluation_bytes.or(self.evaluation_bytes),
+            stream_queue_bytes: higher.stream_queue_bytes.or(self.stream_queue_bytes),
         }
     }
 
@@ -68,6 +80,7 @@ impl CacheLayer {
             manifest_bytes: bytes(self.manifest_bytes, defaults.manifest_bytes),
             access_bytes: bytes(self.access_bytes, defaults.access_bytes),
             evaluation_bytes: bytes(self.evaluation_bytes, defaults.evaluation_bytes),
+            stream_queue_bytes: bytes(self.stream_queue_bytes, defaults.stream_queue_bytes),
         }
     }
 }

@@ -222,6 +222,6 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
             limits.tool_calls_burst,
         )?,
         mcp: super::mcp::McpLayer::from_file(file.mcp, &place)?,
-        cache: super::cache::CacheLayer::from_file(file.cache),
+        cache: super::cache::CacheLayer::from_file(file.cache, &place)?,
     })
 }

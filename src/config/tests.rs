@@ -165,6 +165,44 @@ fn the_authz_deny_status_is_a_client_error_from_file_or_environment() {
 }
 
 #[test]
+fn cache_budgets_come_from_file_and_environment() {
+    let defaults = load(&Overrides::default(), &env(&[])).expect("defaults load");
+    assert_eq!(defaults.cache, crate::cache::CacheBudgets::default());
+    let (_dir, path) = toml_file(
+        r#"
+        [cache]
+        manifest_bytes = 1000
+        stream_queue_bytes = 65536
+        "#,
+    );
+    let settings = load(
+        &with_config(&path),
+        &env(&[
+            ("TOOLGATE_CACHE_MANIFEST_BYTES", "0"),
+            ("TOOLGATE_CACHE_ACCESS_BYTES", "2048"),
+        ]),
+    )
+    .expect("loads");
+    assert_eq!(
+        settings.cache.manifest_bytes, 0,
+        "the environment wins; 0 keeps nothing"
+    );
+    assert_eq!(settings.cache.access_bytes, 2048);
+    assert_eq!(settings.cache.stream_queue_bytes, 65536);
+    assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
+    let error = load(
+        &Overrides::default(),
+        &env(&[("TOOLGATE_CACHE_STREAM_QUEUE_BYTES", "0")]),
+    )
+    .expect_err("a stream needs room for an event")
+    .to_string();
+    assert!(
+        error.contains("TOOLGATE_CACHE_STREAM_QUEUE_BYTES"),
+        "{error}"
+    );
+}
+
+#[test]
 fn connection_limits_come_from_file_and_environment() {
     let defaults = load(&Overrides::default(), &env(&[])).expect("defaults load");
     assert_eq!(defaults.idle_timeout, Duration::from_secs(30));

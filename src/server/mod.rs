@@ -47,11 +47,6 @@ mod observed;
 
 pub use listen::ConnectionLimits;
 
-/// Bytes of events queued per stream before it counts as lagging and is coalesced to a
-/// snapshot: a few diffs of a large manifest, and a bound on what a reader that stopped
-/// reading can pin.
-pub const SSE_QUEUE_BYTES: usize = 4 * 1024 * 1024;
-
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let seed = match &settings.seed {
@@ -102,7 +97,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         rate_limits: settings.rate_limits,
         authz_deny_status: settings.authz_deny_status,
         otlp: settings.otlp(),
-        sse_queue_bytes: SSE_QUEUE_BYTES,
+        sse_queue_bytes: settings.cache.stream_queue_bytes,
         redis_url: settings.redis_url.clone(),
         redis_secret: settings.redis_secret.clone(),
         revision_poll,
@@ -239,7 +234,7 @@ impl ServerConfig {
             cache: CacheBudgets::default(),
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
-            sse_queue_bytes: SSE_QUEUE_BYTES,
+            sse_queue_bytes: CacheBudgets::default().stream_queue_bytes,
             rate_limits: RateLimits::default(),
             authz_deny_status: None,
             otlp: None,
