@@ -180,6 +180,68 @@ async fn manifest_body_headers_etag_and_304() {
 }
 
 #[tokio::test]
+async fn a_client_that_accepts_gzip_gets_the_compressed_manifest_made_once() {
+    let gateway = Gateway::start().await;
+    let mut catalog = demo_catalog();
+    for i in 0..20 {
+        catalog["tools"].as_array_mut().expect("tools").push(json!({
+            "source_id": "billing", "operation_id": format!("report_{i}"),
+            "name": format!("report_{i}"), "method": "GET", "path": format!("/reports/{i}"),
+            "description": "Summarises the invoices of one month for the finance team"}));
+    }
+    let reply = gateway
+        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let token = Gateway::token(json!({"sub": "a", "roles": ["staff", "reader"]}));
+    let plain = gateway.get("/agents/tools", &token).await;
+    assert!(
+        plain.body.len() >= 1024,
+        "a manifest large enough to be compressed: {} bytes",
+        plain.body.len()
+    );
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(plain.header("vary"), Some("accept-encoding"));
+    let etag = plain.header("etag").expect("etag").to_owned();
+    let gzip_etag = format!("{}-gzip\"", etag.trim_end_matches('"'));
+    let get = |accept: &'static str, if_none_match: Option<String>| {
+        let mut request = gateway
+            .client
+            .get(format!("{}/agents/tools", gateway.base))
+            .bearer_auth(&token)
+            .header("accept-encoding", accept);
+        if let Some(tag) = if_none_match {
+            request = request.header("if-none-match", tag);
+        }
+        request.send()
+    };
+    for accept in ["gzip", "br;q=1, gzip;q=0.5", "*"] {
+        let compressed = get(accept, None).await.expect("request");
+        assert_eq!(compressed.status(), StatusCode::OK);
+        assert_eq!(compressed.headers()["content-encoding"], "gzip", "{accept}");
+        assert_eq!(
+            compressed.headers()["etag"],
+            gzip_etag.as_str(),
+            "a coding has its own tag"
+        );
+        assert_eq!(compressed.headers()["vary"], "accept-encoding");
+        let bytes = compressed.bytes().await.expect("body");
+        assert!(bytes.len() < plain.body.len());
+        let mut decoded = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut decoded)
+            .expect("valid gzip");
+        assert!(decoded == plain.body, "the same manifest, byte for byte");
+    }
+    let refused = get("gzip;q=0, identity", None).await.expect("request");
+    assert_eq!(refused.headers().get("content-encoding"), None);
+    // Either tag names the same content: 304 whichever coding the client holds.
+    for (accept, tag) in [("gzip", etag.clone()), ("identity", gzip_etag.clone())] {
+        let not_modified = get(accept, Some(tag)).await.expect("request");
+        assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED, "{accept}");
+    }
+}
+
+#[tokio::test]
 async fn an_admin_change_is_visible_to_the_next_read() {
     let gateway = gateway_with_demo().await;
     let claims = json!({"sub": "a", "roles": ["staff"]});

@@ -4,15 +4,19 @@
 //! a token seen before), parses the options and asks the manifest service
 //! ([`crate::service::Manifests`]), which computes and renders a manifest only on a miss.
 
+use std::sync::Arc;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{Agent, IfNoneMatch, QueryPairs};
+use super::extract::{AcceptsGzip, Agent, IfNoneMatch, QueryPairs};
 use super::limit::RouteClass;
+use crate::cache::RenderedManifest;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 
 /// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
@@ -76,6 +80,7 @@ pub async fn list_tools(
     agent: Agent,
     QueryPairs(pairs): QueryPairs,
     IfNoneMatch(if_none_match): IfNoneMatch,
+    AcceptsGzip(accepts_gzip): AcceptsGzip,
 ) -> Result<Response, ApiError> {
     state.limit(RouteClass::AgentReads, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
@@ -87,17 +92,58 @@ pub async fn list_tools(
         return Ok(manifest_response(
             body,
             explained.manifest.etag(),
+            None,
             &if_none_match,
         ));
     }
     let claims = agent.claims();
     let key = state.manifests.key(&snapshot, claims, query.options);
     let rendered = state.manifests.resolve(&snapshot, claims, key).await;
+    if accepts_gzip
+        && rendered.body.len() >= COMPRESS_FROM
+        && let Some(compressed) = gzip(&rendered).await
+    {
+        return Ok(manifest_response(
+            compressed,
+            &rendered.etag,
+            Some(GZIP),
+            &if_none_match,
+        ));
+    }
     Ok(manifest_response(
         rendered.body.clone(),
         &rendered.etag,
+        None,
         &if_none_match,
     ))
+}
+
+/// Bodies smaller than this are sent as they are: compressing them saves next to nothing.
+const COMPRESS_FROM: usize = 1024;
+
+/// The one content coding served from the cache.
+const GZIP: &str = "gzip";
+
+/// The manifest's gzip form: made once per rendered manifest, off the I/O threads (compressing
+/// megabytes takes tens of milliseconds), then kept beside the plain bytes.
+async fn gzip(rendered: &Arc<RenderedManifest>) -> Option<Bytes> {
+    if let Some(made) = rendered.gzip_if_made() {
+        return made;
+    }
+    let rendered = Arc::clone(rendered);
+    tokio::task::spawn_blocking(move || rendered.gzip())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The entity tag of the `coding` form of the representation whose tag is `etag`: a content
+/// coding changes the bytes, so a strong tag must change with it (RFC 9110 section 8.8.3).
+fn coded_etag(etag: &str, coding: &str) -> String {
+    match etag.strip_suffix('"') {
+        Some(open) => format!("{open}-{coding}\""),
+        None => etag.to_owned(),
+    }
 }
 
 /// A manifest body followed by `"explanation": …`.
@@ -114,21 +160,33 @@ pub fn with_explanation(
     Ok(body.into())
 }
 
-/// 200 with the body, or 304 when `If-None-Match` already names this etag.
-fn manifest_response(body: bytes::Bytes, etag: &str, if_none_match: &[HeaderValue]) -> Response {
-    let etag_value = HeaderValue::from_str(etag).unwrap_or(HeaderValue::from_static("\"\""));
+/// 200 with the body (in content coding `coding`, when given), or 304 when `If-None-Match`
+/// already names this representation in any coding (they are the same content).
+fn manifest_response(
+    body: Bytes,
+    etag: &str,
+    coding: Option<&'static str>,
+    if_none_match: &[HeaderValue],
+) -> Response {
+    let sent_etag = match coding {
+        Some(coding) => coded_etag(etag, coding),
+        None => etag.to_owned(),
+    };
+    let etag_value = HeaderValue::from_str(&sent_etag).unwrap_or(HeaderValue::from_static("\"\""));
     let cache_control = HeaderValue::from_static("private, no-cache");
+    let vary = HeaderValue::from_static("accept-encoding");
     if if_none_match_hits(if_none_match, etag) {
         return (
             StatusCode::NOT_MODIFIED,
             [
                 (header::ETAG, etag_value),
                 (header::CACHE_CONTROL, cache_control),
+                (header::VARY, vary),
             ],
         )
             .into_response();
     }
-    (
+    let mut response = (
         StatusCode::OK,
         [
             (
@@ -137,20 +195,32 @@ fn manifest_response(body: bytes::Bytes, etag: &str, if_none_match: &[HeaderValu
             ),
             (header::ETAG, etag_value),
             (header::CACHE_CONTROL, cache_control),
+            (header::VARY, vary),
         ],
         Body::from(body),
     )
-        .into_response()
+        .into_response();
+    if let Some(coding) = coding {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+    }
+    response
 }
 
-/// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly.
+/// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly; the tag of the
+/// gzip form names the same content as the plain one.
 fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
+    let gzip = coded_etag(etag, GZIP);
     values
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .map(str::trim)
-        .any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
+        .any(|candidate| {
+            let tag = candidate.trim_start_matches("W/");
+            candidate == "*" || tag == etag || tag == gzip
+        })
 }
 
 #[cfg(test)]

@@ -330,3 +330,71 @@ impl<S: Send + Sync> FromRequestParts<S> for IfNoneMatch {
         ))
     }
 }
+
+/// Whether the request's `Accept-Encoding` accepts gzip (RFC 9110 section 12.5.3): `gzip` (or
+/// `x-gzip`) with a q-value above 0, or `*` above 0 when gzip is not refused by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptsGzip(pub bool);
+
+impl<S: Send + Sync> FromRequestParts<S> for AcceptsGzip {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
+        Ok(AcceptsGzip(accepts_gzip(&parts.headers)))
+    }
+}
+
+fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
+    let mut named = None;
+    let mut any = false;
+    for item in headers
+        .get_all(axum::http::header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+    {
+        let mut pieces = item.split(';');
+        let coding = pieces.next().unwrap_or_default().trim();
+        let weight = pieces
+            .filter_map(|piece| piece.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+            named = Some(named.unwrap_or(false) || weight > 0.0);
+        } else if coding == "*" {
+            any = weight > 0.0;
+        }
+    }
+    named.unwrap_or(any)
+}
+
+#[cfg(test)]
+mod accept_encoding_tests {
+    use super::*;
+
+    #[test]
+    fn gzip_is_accepted_by_name_or_by_star_unless_refused() {
+        let cases = [
+            (vec!["gzip"], true),
+            (vec!["br, gzip;q=0.5"], true),
+            (vec!["deflate", "X-GZIP"], true),
+            (vec!["gzip;q=0"], false),
+            (vec!["gzip; q=0.0, *"], false),
+            (vec!["*"], true),
+            (vec!["*;q=0"], false),
+            (vec!["identity"], false),
+            (vec!["br", "zstd"], false),
+            (vec![], false),
+        ];
+        for (values, expected) in cases {
+            let mut headers = axum::http::HeaderMap::new();
+            for value in &values {
+                headers.append(
+                    axum::http::header::ACCEPT_ENCODING,
+                    HeaderValue::from_static(value),
+                );
+            }
+            assert_eq!(accepts_gzip(&headers), expected, "{values:?}");
+        }
+    }
+}

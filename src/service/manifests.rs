@@ -246,11 +246,11 @@ impl Manifests {
 }
 
 fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
-    Arc::new(RenderedManifest {
-        body: manifest.to_json().into(),
-        etag: manifest.etag().to_owned(),
-        revision: manifest.revision(),
-        tool_count: manifest.len(),
-        denied: manifest.is_denied(),
-    })
+    Arc::new(RenderedManifest::new(
+        manifest.to_json().into(),
+        manifest.etag().to_owned(),
+        manifest.revision(),
+        manifest.len(),
+        manifest.is_denied(),
+    ))
 }
