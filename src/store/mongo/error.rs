@@ -3,7 +3,7 @@
 //! did not happen (or, on the compare-and-set path, will be rolled forward). Messages say what
 //! the store was doing. The driver's messages name hosts and ports, never the URI's password.
 
-use mongodb::error::{Error, ErrorKind, WriteFailure};
+use mongodb::error::{Error, ErrorKind, TRANSIENT_TRANSACTION_ERROR, WriteFailure};
 
 use crate::store::StoreError;
 
@@ -25,6 +25,15 @@ impl<T> During<T> for Result<T, Error> {
 /// The `Unavailable` error for a driver error met while `doing` something.
 pub(super) fn unavailable(doing: &str, error: &Error) -> StoreError {
     StoreError::Unavailable(format!("MongoDB failed while {doing}: {error}"))
+}
+
+/// Whether `error` ended a transaction that may succeed if tried again (nothing of it was
+/// applied): the driver's `TransientTransactionError` label (a write conflict, a primary
+/// stepping down), or nx-27017's `no such savepoint`, which that server answers without a
+/// code or label when concurrent transactions lose their SQLite savepoint.
+pub(super) fn is_transient(error: &Error) -> bool {
+    error.contains_label(TRANSIENT_TRANSACTION_ERROR)
+        || error.to_string().contains("no such savepoint")
 }
 
 /// Whether `error` is a single write refused for a duplicate `_id` (or unique key).
@@ -50,4 +59,29 @@ pub(super) fn duplicate_positions(error: &Error) -> Option<Vec<usize>> {
         .iter()
         .map(|e| (e.code == DUPLICATE_KEY).then_some(e.index))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::doc;
+    use mongodb::error::CommandError;
+
+    use super::*;
+
+    fn command_error(code: i32, message: &str) -> Error {
+        let command: CommandError =
+            mongodb::bson::deserialize_from_document(doc! {"code": code, "errmsg": message})
+                .expect("a command error");
+        Error::from(ErrorKind::Command(command))
+    }
+
+    #[test]
+    fn a_lost_savepoint_is_transient_and_a_duplicate_key_is_not() {
+        assert!(is_transient(&command_error(0, "no such savepoint: sp_3")));
+        assert!(!is_transient(&command_error(
+            DUPLICATE_KEY,
+            "E11000 duplicate key"
+        )));
+        assert!(!is_transient(&command_error(13, "unauthorized")));
+    }
 }

@@ -15,12 +15,12 @@
 use std::time::Duration;
 
 use mongodb::bson::{Bson, Document, doc};
-use mongodb::error::{Error, TRANSIENT_TRANSACTION_ERROR, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use mongodb::error::{Error, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::{Client, ClientSession, Database};
 
 use super::apply;
 use super::documents::{META, META_ID, Meta, int64};
-use super::error::{During, unavailable};
+use super::error::{During, is_transient, unavailable};
 use super::journal::{read_meta, settle};
 use super::plan::{self, Step};
 use crate::store::{AuditRecord, Commit, StoreError};
@@ -150,7 +150,7 @@ async fn finish(session: &mut ClientSession) -> Result<Outcome, StoreError> {
             Err(error) if error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT) && tries < 3 => {
                 tries += 1;
             }
-            Err(error) if error.contains_label(TRANSIENT_TRANSACTION_ERROR) => {
+            Err(error) if is_transient(&error) => {
                 return Ok(Outcome::Retry(unavailable(
                     "committing a transaction",
                     &error,
@@ -168,7 +168,7 @@ async fn abort(
     error: Error,
 ) -> Result<Outcome, StoreError> {
     let _ = session.abort_transaction().await;
-    if error.contains_label(TRANSIENT_TRANSACTION_ERROR) {
+    if is_transient(&error) {
         Ok(Outcome::Retry(unavailable(doing, &error)))
     } else {
         Err(unavailable(doing, &error))
