@@ -149,6 +149,10 @@ pub fn parse_yaml(path: &Path, text: &str) -> Result<Catalog, CatalogFileError> 
             (Some(field), Some((prefix, rest))) if field.starts_with(prefix) => rest.to_owned(),
             _ => message,
         };
+        let message = match &location {
+            Some(at) => with_indentation_hint(text, at.line(), at.column(), message),
+            None => message,
+        };
         syntax(
             path,
             CatalogFormat::Yaml,
@@ -158,6 +162,50 @@ pub fn parse_yaml(path: &Path, text: &str) -> Result<Catalog, CatalogFileError> 
             message,
         )
     })
+}
+
+/// A YAML entry that lacks a field is often one whose field is there but indented differently
+/// from its siblings: YAML then reads it as outside the entry, and the parser can only report
+/// the entry as incomplete, at the entry's first line. When the missing key appears among the
+/// entry's lines at another indentation, say so, with its line.
+///
+/// `line` and `column` (1-based) are where the entry's mapping starts: its keys are indented by
+/// `column - 1` spaces; the entry ends at the next item of its list or at a line indented less
+/// than the list's dash.
+fn with_indentation_hint(text: &str, line: usize, column: usize, message: String) -> String {
+    let Some(key) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    else {
+        return message;
+    };
+    let keys_at = column.saturating_sub(1);
+    let dash_at = keys_at.saturating_sub(2);
+    let found = text
+        .lines()
+        .enumerate()
+        .skip(line)
+        .map(|(number, content)| {
+            let trimmed = content.trim_start_matches(' ');
+            (number + 1, content.len() - trimmed.len(), trimmed)
+        })
+        .filter(|(_, _, trimmed)| !trimmed.is_empty() && !trimmed.starts_with('#'))
+        .take_while(|&(_, indent, trimmed)| {
+            indent >= dash_at && !(indent == dash_at && trimmed.starts_with("- "))
+        })
+        .find(|&(_, indent, trimmed)| {
+            indent != keys_at
+                && trimmed
+                    .strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        });
+    match found {
+        Some((number, indent, _)) => format!(
+            "{message}; line {number} has `{key}` indented by {indent} spaces where this entry's \
+             keys are indented by {keys_at}, so YAML does not read it as part of the entry"
+        ),
+        None => message,
+    }
 }
 
 /// serde_json's message without its trailing " at line L column C".

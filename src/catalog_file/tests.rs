@@ -82,6 +82,44 @@ fn yaml_errors_carry_the_field_path_line_and_column() {
 }
 
 #[test]
+fn a_key_indented_unlike_its_siblings_is_pointed_at() {
+    for (text, indent) in [
+        ("sources:\n  - id: s\n    name: s\n   type: manual\n", 3),
+        ("sources:\n  - id: s\n    name: s\n  type: manual\n", 2),
+        (
+            "sources:\n  - id: s\n    name: s\n\n    # a comment\n   type: manual\n",
+            3,
+        ),
+    ] {
+        let (_dir, path) = file("c.yaml", text);
+        let message = parse_catalog_file(&path)
+            .expect_err("type is not part of the entry")
+            .to_string();
+        assert!(message.contains("missing field `type`"), "{message}");
+        let line = text
+            .lines()
+            .position(|l| l.trim() == "type: manual")
+            .expect("line")
+            + 1;
+        assert!(
+            message.contains(&format!(
+                "line {line} has `type` indented by {indent} spaces where this entry's keys are \
+                 indented by 4"
+            )),
+            "{message}"
+        );
+    }
+    // A field that is really missing gets no hint, nor does one in the next entry.
+    let (_dir, path) = file(
+        "c.yaml",
+        "sources:\n  - id: s\n    name: s\n  - id: t\n    name: t\n    type: manual\n",
+    );
+    let message = parse_catalog_file(&path).expect_err("missing").to_string();
+    assert!(message.contains("missing field `type`"), "{message}");
+    assert!(!message.contains("indented"), "{message}");
+}
+
+#[test]
 fn json_errors_carry_the_field_path_line_and_column() {
     let (_dir, path) = file("c.json", "{\"tools\": [\n  {\"source_id\": 7}\n]}");
     let error = parse_catalog_file(&path).expect_err("wrong type");
