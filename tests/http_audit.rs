@@ -10,7 +10,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::gateway::{Gateway, Reply, config, hs_settings};
 use toolgate::store::embedded::EmbeddedStore;
-use toolgate::store::{AuditQuery, AuditRecord, CatalogStore, Commit, EntityKind};
+use toolgate::store::{AuditQuery, AuditRecord, CatalogStore, Commit, Subject};
 
 fn catalog() -> Value {
     json!({
@@ -282,7 +282,7 @@ async fn a_full_page_of_the_largest_size_has_a_next_cursor() {
                 at,
                 actor: "importer".into(),
                 action: "create".into(),
-                entity: EntityKind::Labels,
+                entity: Subject::Labels,
                 id: format!("l-{i}"),
                 before: None,
                 after: Some(json!({"name": format!("l{i}")})),

@@ -23,7 +23,7 @@ use toolgate::redis_link::RedisLink;
 use toolgate::service::follow;
 use toolgate::service::{Actor, AuditNote, CatalogService, Mutation};
 use toolgate::store::embedded::EmbeddedStore;
-use toolgate::store::{CatalogStore, EntityKind};
+use toolgate::store::{CatalogStore, Subject};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -43,7 +43,7 @@ fn heard(receiver: &watch::Receiver<Heard>) -> Heard {
 fn change(revision: u64) -> CatalogChange {
     CatalogChange {
         revision,
-        kinds: vec![EntityKind::Labels],
+        kinds: vec![Subject::Labels],
         ids: vec!["pii".to_owned()],
     }
 }
@@ -123,7 +123,7 @@ async fn add_label(service: &CatalogService, id: &str) -> u64 {
             Ok(Mutation {
                 notes: vec![AuditNote {
                     action: "create",
-                    entity: EntityKind::Labels,
+                    entity: Subject::Labels,
                     id: id.clone(),
                     before: None,
                     after: None,

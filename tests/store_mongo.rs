@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use mongodb::bson::{Document, doc};
 use toolgate::domain::model::{Catalog, Label, Tool};
 use toolgate::store::mongo::{CommitPath, CommitPathChoice, MongoStore};
-use toolgate::store::{AuditQuery, CatalogStore, Change, Commit, Entity, EntityKind, StoreError};
+use toolgate::store::{
+    AuditQuery, CatalogStore, Change, Commit, Entity, EntityKind, StoreError, Subject,
+};
 
 use store_contract::fixtures::{self, label, one_of_each, put_label, puts, record};
 use support::mongo::{MongoServer, database_name};
@@ -197,7 +199,7 @@ fn mixed_commit(expected_revision: u64) -> Commit {
             },
         ],
         audit: vec![
-            record("alice", EntityKind::Catalog, "catalog", 1),
+            record("alice", Subject::Catalog, "catalog", 1),
             record("alice", EntityKind::Labels, "pii", 2),
         ],
     }

@@ -21,14 +21,14 @@ use tokio::sync::watch;
 pub use self::local::LocalBus;
 pub use self::redis::{CHANNEL, RedisBus};
 
-use crate::store::EntityKind;
+use crate::store::Subject;
 
 /// A committed catalog change: the new revision and what it touched.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogChange {
     pub revision: u64,
-    /// The kinds of entity changed, each once (`Catalog` for a whole-catalog replace).
-    pub kinds: Vec<EntityKind>,
+    /// The kinds of entity changed, each once (`catalog` for a whole-catalog replace).
+    pub kinds: Vec<Subject>,
     /// The ids of the changed entities (empty for a whole-catalog replace).
     pub ids: Vec<String>,
 }

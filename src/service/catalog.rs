@@ -23,7 +23,7 @@ use crate::domain::model::Catalog;
 use crate::domain::secrets;
 use crate::domain::snapshot::{CompileError, Snapshot};
 use crate::domain::validate::{ErrorKind, FieldError, validate};
-use crate::store::{AuditRecord, CatalogStore, Change, Commit, EntityKind, StoreError};
+use crate::store::{AuditRecord, CatalogStore, Change, Commit, EntityKind, StoreError, Subject};
 
 /// How many times a write is recomputed after losing a race before giving up with 409.
 const MAX_WRITE_ATTEMPTS: usize = 8;
@@ -40,7 +40,7 @@ pub struct Actor {
 #[derive(Debug, Clone)]
 pub struct AuditNote {
     pub action: &'static str,
-    pub entity: EntityKind,
+    pub entity: Subject,
     pub id: String,
     pub before: Option<serde_json::Value>,
     pub after: Option<serde_json::Value>,
@@ -61,7 +61,6 @@ impl Focus {
             EntityKind::Labels => catalog.labels.iter().position(|e| e.id == self.id),
             EntityKind::Groups => catalog.groups.iter().position(|e| e.id == self.id),
             EntityKind::Policies => catalog.policies.iter().position(|e| e.id == self.id),
-            EntityKind::Catalog => None,
         };
         let Some(position) = position else {
             return errors;
@@ -457,7 +456,7 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
 /// The audit log is read by every admin and kept for good: a source's write-only values never
 /// enter it, whichever write noted the source.
 fn redact_note(mut note: AuditNote) -> AuditNote {
-    if note.entity == EntityKind::Sources {
+    if note.entity == Subject::Sources {
         for side in [&mut note.before, &mut note.after].into_iter().flatten() {
             secrets::mask_source_json(side);
         }
@@ -473,9 +472,9 @@ fn announcement(revision: u64, changes: &[Change]) -> CatalogChange {
     };
     for item in changes {
         let (kind, id) = match item {
-            Change::Put(entity) => (entity.kind(), Some(entity.id().to_owned())),
-            Change::Delete { kind, id } => (*kind, Some(id.clone())),
-            Change::ReplaceAll(_) => (EntityKind::Catalog, None),
+            Change::Put(entity) => (Subject::from(entity.kind()), Some(entity.id().to_owned())),
+            Change::Delete { kind, id } => (Subject::from(*kind), Some(id.clone())),
+            Change::ReplaceAll(_) => (Subject::Catalog, None),
         };
         if !change.kinds.contains(&kind) {
             change.kinds.push(kind);

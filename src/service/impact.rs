@@ -155,9 +155,6 @@ async fn run(
                 EntityKind::Labels => change.preview::<Label>().await?,
                 EntityKind::Groups => change.preview::<ToolGroup>().await?,
                 EntityKind::Policies => change.preview::<AccessPolicy>().await?,
-                EntityKind::Catalog => {
-                    return Err(invalid("change.collection", "not an entity collection").into());
-                }
             }
         }
     };

@@ -29,11 +29,17 @@ pub enum EntityKind {
     Labels,
     Groups,
     Policies,
-    /// The whole catalog (`PUT /admin/catalog`), for audit records only.
-    Catalog,
 }
 
 impl EntityKind {
+    pub const ALL: [EntityKind; 5] = [
+        EntityKind::Sources,
+        EntityKind::Tools,
+        EntityKind::Labels,
+        EntityKind::Groups,
+        EntityKind::Policies,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             EntityKind::Sources => "sources",
@@ -41,7 +47,57 @@ impl EntityKind {
             EntityKind::Labels => "labels",
             EntityKind::Groups => "groups",
             EntityKind::Policies => "policies",
-            EntityKind::Catalog => "catalog",
+        }
+    }
+}
+
+/// What an audit record or a change announcement is about: an entity of one collection, or
+/// the whole catalog (`PUT /admin/catalog`, seeding), which is no collection. Written as the
+/// collection's name, or `catalog`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    Sources,
+    Tools,
+    Labels,
+    Groups,
+    Policies,
+    Catalog,
+}
+
+impl Subject {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Subject::Sources => "sources",
+            Subject::Tools => "tools",
+            Subject::Labels => "labels",
+            Subject::Groups => "groups",
+            Subject::Policies => "policies",
+            Subject::Catalog => "catalog",
+        }
+    }
+
+    /// The collection, when the record is about one entity.
+    pub const fn kind(self) -> Option<EntityKind> {
+        match self {
+            Subject::Sources => Some(EntityKind::Sources),
+            Subject::Tools => Some(EntityKind::Tools),
+            Subject::Labels => Some(EntityKind::Labels),
+            Subject::Groups => Some(EntityKind::Groups),
+            Subject::Policies => Some(EntityKind::Policies),
+            Subject::Catalog => None,
+        }
+    }
+}
+
+impl From<EntityKind> for Subject {
+    fn from(kind: EntityKind) -> Subject {
+        match kind {
+            EntityKind::Sources => Subject::Sources,
+            EntityKind::Tools => Subject::Tools,
+            EntityKind::Labels => Subject::Labels,
+            EntityKind::Groups => Subject::Groups,
+            EntityKind::Policies => Subject::Policies,
         }
     }
 }
@@ -121,7 +177,7 @@ pub struct AuditRecord {
     pub actor: String,
     /// `create`, `update`, `delete`, `enable`, `disable`, `replace`, `seed`, `refresh`, …
     pub action: String,
-    pub entity: EntityKind,
+    pub entity: Subject,
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<Value>,
@@ -134,7 +190,7 @@ pub struct AuditRecord {
 /// Which audit records to list. Every field narrows; `None` means no constraint.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AuditQuery {
-    pub entity: Option<EntityKind>,
+    pub entity: Option<Subject>,
     pub id: Option<String>,
     pub actor: Option<String>,
     /// Inclusive.

@@ -7,7 +7,7 @@ use serde_json::json;
 use toolgate::domain::model::{
     AccessPolicy, Catalog, ClaimMatcher, Label, Selector, Source, Tool, ToolGroup,
 };
-use toolgate::store::{AuditRecord, Change, Commit, Entity, EntityKind};
+use toolgate::store::{AuditRecord, Change, Commit, Entity, EntityKind, Subject};
 
 /// `2026-01-01T00:00:00Z` plus `seconds` and a few nanoseconds.
 pub fn at(seconds: i64) -> DateTime<Utc> {
@@ -163,14 +163,14 @@ pub fn puts(catalog: &Catalog) -> Vec<Change> {
 }
 
 /// An audit record as the catalog service writes it (the store fills `seq` and `revision`).
-pub fn record(actor: &str, entity: EntityKind, id: &str, seconds: i64) -> AuditRecord {
+pub fn record(actor: &str, entity: impl Into<Subject>, id: &str, seconds: i64) -> AuditRecord {
     AuditRecord {
         seq: 0,
         revision: 0,
         at: at(seconds),
         actor: actor.to_owned(),
         action: "update".to_owned(),
-        entity,
+        entity: entity.into(),
         id: id.to_owned(),
         before: Some(json!({"name": "old"})),
         after: Some(json!({"name": "new"})),

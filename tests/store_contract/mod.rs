@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use toolgate::domain::model::Catalog;
 use toolgate::store::{
-    AuditQuery, AuditRecord, CatalogStore, Change, Commit, Entity, EntityKind, StoreError,
+    AuditQuery, AuditRecord, CatalogStore, Change, Commit, Entity, EntityKind, StoreError, Subject,
 };
 
 use self::fixtures::{bare_label, commit, label, one_of_each, put_label, puts, record, tool};
@@ -346,17 +346,11 @@ pub async fn audit_filters_by_entity_id_and_actor(store: Arc<dyn CatalogStore>) 
         ..AuditQuery::default()
     };
     let cases = [
-        (
-            query(Some(EntityKind::Labels), None, None),
-            vec![0, 2, 3, 5],
-        ),
+        (query(Some(Subject::Labels), None, None), vec![0, 2, 3, 5]),
         (query(None, Some("pii"), None), vec![0, 1, 3, 4]),
-        (
-            query(Some(EntityKind::Labels), Some("pii"), None),
-            vec![0, 3],
-        ),
+        (query(Some(Subject::Labels), Some("pii"), None), vec![0, 3]),
         (query(None, None, Some("bob")), vec![1, 3, 5]),
-        (query(Some(EntityKind::Tools), None, Some("alice")), vec![4]),
+        (query(Some(Subject::Tools), None, Some("alice")), vec![4]),
         (query(None, None, Some("carol")), vec![]),
     ];
     for (query, expected) in cases {

@@ -16,7 +16,7 @@ use crate::domain::secrets;
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, QueryPairs};
-use crate::store::{AuditQuery, AuditRecord, CatalogStore, EntityKind, StoreError};
+use crate::store::{AuditQuery, AuditRecord, CatalogStore, StoreError, Subject};
 
 pub async fn list(
     State(state): State<AppState>,
@@ -29,7 +29,7 @@ pub async fn list(
     };
     for (key, value) in pairs {
         match key.as_str() {
-            "entity" => query.entity = Some(entity_kind(&value)?),
+            "entity" => query.entity = Some(subject(&value)?),
             "id" => query.id = Some(value),
             "actor" => query.actor = Some(value),
             "since" => query.since = Some(timestamp(&key, &value)?),
@@ -60,10 +60,7 @@ pub async fn list(
     }
     let (mut records, next_cursor) = page(state.catalog.store().as_ref(), query).await?;
     // Records written before sources' secrets were masked on the way in are masked here.
-    for record in records
-        .iter_mut()
-        .filter(|r| r.entity == EntityKind::Sources)
-    {
+    for record in records.iter_mut().filter(|r| r.entity == Subject::Sources) {
         for side in [&mut record.before, &mut record.after]
             .into_iter()
             .flatten()
@@ -94,7 +91,7 @@ async fn page(
     Ok((records, cursor))
 }
 
-fn entity_kind(value: &str) -> Result<EntityKind, ApiError> {
+fn subject(value: &str) -> Result<Subject, ApiError> {
     serde_json::from_value(serde_json::Value::String(value.to_owned())).map_err(|_| {
         ApiError::Malformed(format!(
             "unknown entity '{value}'; expected sources, tools, labels, groups, policies or catalog"

@@ -408,8 +408,8 @@ fn audit_filters() -> [(&'static str, RefOr<Schema>, &'static str); 5] {
     [
         (
             "entity",
-            schema_ref::<crate::store::EntityKind>(),
-            "Only changes to this kind of entity.",
+            schema_ref::<crate::store::Subject>(),
+            "Only changes to this kind of entity (or `catalog`: whole-catalog replaces and seeds).",
         ),
         (
             "id",

@@ -13,7 +13,7 @@ use crate::domain::model::Catalog;
 use crate::domain::stamp::{Stamp, copy_stamps, same_content};
 use crate::service::entity::CatalogEntity;
 use crate::service::{AuditNote, CatalogService, Mutation, WriteError};
-use crate::store::EntityKind;
+use crate::store::Subject;
 
 /// How many entities of each kind a catalog holds: what a replace answers and audits (the
 /// whole document would be too large to log per change).
@@ -55,7 +55,7 @@ pub fn apply_replace(
     keep_stored_secrets(&mut next, catalog)?;
     let mut notes = vec![AuditNote {
         action: "replace",
-        entity: EntityKind::Catalog,
+        entity: Subject::Catalog,
         id: "catalog".to_owned(),
         before: Counts::of(catalog).json(),
         after: Counts::of(&next).json(),
@@ -89,7 +89,7 @@ pub(super) async fn seed(
             Ok(Mutation {
                 notes: vec![AuditNote {
                     action: "seed",
-                    entity: EntityKind::Catalog,
+                    entity: Subject::Catalog,
                     id: "catalog".to_owned(),
                     before: None,
                     after: None,

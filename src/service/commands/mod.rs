@@ -462,7 +462,7 @@ pub fn note<E: CatalogEntity>(
 ) -> AuditNote {
     AuditNote {
         action,
-        entity: E::KIND,
+        entity: E::KIND.into(),
         id: id.to_owned(),
         before: before.and_then(|e| serde_json::to_value(e).ok()),
         after: after.and_then(|e| serde_json::to_value(e).ok()),

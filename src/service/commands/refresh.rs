@@ -8,7 +8,7 @@ use crate::domain::stamp::Stamp;
 use crate::ingest::refresh::{self, RefreshSummary};
 use crate::ingest::{self, Import};
 use crate::service::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
-use crate::store::EntityKind;
+use crate::store::Subject;
 
 /// Who asked for a refresh (the `trigger` of the failure metric).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +101,7 @@ pub fn apply_import(
     let notes = if summary.changed() {
         vec![AuditNote {
             action: "refresh",
-            entity: EntityKind::Sources,
+            entity: Subject::Sources,
             id: source_id.to_owned(),
             before: None,
             after: serde_json::to_value(&summary).ok(),

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::error::During;
 use super::tables::{self, AUDIT, Collection, LAST_AUDIT_SEQ, META, REVISION};
 use crate::domain::model::Catalog;
-use crate::store::{Change, Commit, Entity, EntityKind, StoreError};
+use crate::store::{Change, Commit, Entity, StoreError};
 
 /// Applies `commit` if the store is still at `commit.expected_revision`; returns the new revision.
 pub(super) fn apply(db: &Database, commit: Commit) -> Result<u64, StoreError> {
@@ -54,9 +54,7 @@ fn apply_change(txn: &WriteTransaction, change: &Change) -> Result<(), StoreErro
     match change {
         Change::Put(entity) => put(txn, entity),
         Change::Delete { kind, id } => {
-            let Some(table) = tables::collection(*kind) else {
-                return Err(not_a_collection(*kind));
-            };
+            let table = tables::collection(*kind);
             let mut rows = txn
                 .open_table(table)
                 .during(&format!("opening table `{table}`"))?;
@@ -70,9 +68,7 @@ fn apply_change(txn: &WriteTransaction, change: &Change) -> Result<(), StoreErro
 
 fn put(txn: &WriteTransaction, entity: &Entity) -> Result<(), StoreError> {
     let kind = entity.kind();
-    let Some(table) = tables::collection(kind) else {
-        return Err(not_a_collection(kind));
-    };
+    let table = tables::collection(kind);
     let bytes = match entity {
         Entity::Source(e) => tables::encode(e),
         Entity::Tool(e) => tables::encode(e),
@@ -115,13 +111,4 @@ fn fill<T: Serialize>(
             .during(&format!("writing {id:?} to `{table}`"))?;
     }
     Ok(())
-}
-
-/// A commit that names [`EntityKind::Catalog`] as a collection is a bug in the caller; refusing it
-/// (and writing nothing) beats guessing what was meant.
-fn not_a_collection(kind: EntityKind) -> StoreError {
-    StoreError::Unavailable(format!(
-        "a commit cannot put or delete in `{}`: it is not a collection",
-        kind.as_str()
-    ))
 }

@@ -36,16 +36,14 @@ pub(super) const LAST_AUDIT_SEQ: &str = "last_audit_seq";
 pub(super) const AUDIT: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("audit");
 
-/// The table holding entities of `kind`; `None` for [`EntityKind::Catalog`], which names the
-/// whole catalog in audit records and has no table of its own.
-pub(super) fn collection(kind: EntityKind) -> Option<Collection> {
+/// The table holding entities of `kind`.
+pub(super) fn collection(kind: EntityKind) -> Collection {
     match kind {
-        EntityKind::Sources => Some(SOURCES),
-        EntityKind::Tools => Some(TOOLS),
-        EntityKind::Labels => Some(LABELS),
-        EntityKind::Groups => Some(GROUPS),
-        EntityKind::Policies => Some(POLICIES),
-        EntityKind::Catalog => None,
+        EntityKind::Sources => SOURCES,
+        EntityKind::Tools => TOOLS,
+        EntityKind::Labels => LABELS,
+        EntityKind::Groups => GROUPS,
+        EntityKind::Policies => POLICIES,
     }
 }
 

@@ -89,7 +89,7 @@ async fn puts(
     batch: &[Step],
     session: &mut Option<&mut ClientSession>,
 ) -> Result<(), StoreError> {
-    let name = collection(kind)?;
+    let name = collection(kind);
     let entities = db.collection::<Document>(name);
     let docs: Vec<(i64, &str, Document)> = batch
         .iter()
@@ -165,7 +165,7 @@ async fn deletes(
     batch: &[Step],
     session: &mut Option<&mut ClientSession>,
 ) -> Result<(), StoreError> {
-    let name = collection(kind)?;
+    let name = collection(kind);
     let ids: Vec<&str> = batch
         .iter()
         .filter_map(|step| match &step.op {
@@ -195,7 +195,7 @@ async fn clear(
     v: i64,
     session: &mut Option<&mut ClientSession>,
 ) -> Result<(), StoreError> {
-    let name = collection(kind)?;
+    let name = collection(kind);
     let entities = db.collection::<Document>(name);
     let mut filter = documents::live();
     filter.insert("_v", doc! {"$lt": v});

@@ -30,17 +30,9 @@ pub(super) const ENTITY_KINDS: [EntityKind; 5] = [
     EntityKind::Policies,
 ];
 
-/// The collection holding entities of `kind`; an error for [`EntityKind::Catalog`], which
-/// names the whole catalog in audit records and has no collection. A commit that names it is
-/// a bug in the caller: refusing it (and writing nothing) beats guessing what was meant.
-pub(super) fn collection(kind: EntityKind) -> Result<&'static str, StoreError> {
-    match kind {
-        EntityKind::Catalog => Err(StoreError::Unavailable(format!(
-            "a commit cannot put or delete in `{}`: it is not a collection",
-            kind.as_str()
-        ))),
-        other => Ok(other.as_str()),
-    }
+/// The collection holding entities of `kind`.
+pub(super) fn collection(kind: EntityKind) -> &'static str {
+    kind.as_str()
 }
 
 /// The `meta` document: the revision, the audit sequence and the commit in flight.

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::documents::{ENTITY_KINDS, collection, to_json};
+use super::documents::{ENTITY_KINDS, to_json};
 use crate::domain::model::Catalog;
 use crate::store::{AuditRecord, Change, Entity, EntityKind, StoreError};
 
@@ -48,13 +48,10 @@ pub(super) fn steps(changes: &[Change], revision: u64) -> Result<Vec<Step>, Stor
     for change in changes {
         match change {
             Change::Put(entity) => ops.push(put(entity)?),
-            Change::Delete { kind, id } => {
-                collection(*kind)?;
-                ops.push(Op::Delete {
-                    kind: *kind,
-                    id: id.clone(),
-                });
-            }
+            Change::Delete { kind, id } => ops.push(Op::Delete {
+                kind: *kind,
+                id: id.clone(),
+            }),
             Change::ReplaceAll(catalog) => replace_all(catalog, &mut ops),
         }
     }
@@ -86,7 +83,6 @@ pub(super) fn steps(changes: &[Change], revision: u64) -> Result<Vec<Step>, Stor
 
 fn put(entity: &Entity) -> Result<Op, StoreError> {
     let kind = entity.kind();
-    collection(kind)?;
     let json = match entity {
         Entity::Source(e) => to_json(e),
         Entity::Tool(e) => to_json(e),
@@ -121,7 +117,6 @@ fn replace_all(catalog: &Catalog, ops: &mut Vec<Op>) {
                 .policies
                 .iter()
                 .for_each(|e| fill(&e.id, to_json(e))),
-            EntityKind::Catalog => {}
         }
     }
 }
@@ -144,6 +139,7 @@ pub(super) fn audit(records: Vec<AuditRecord>, last_seq: u64, revision: u64) -> 
 mod tests {
     use super::*;
     use crate::domain::model::Label;
+    use crate::store::Subject;
 
     fn label(id: &str) -> Label {
         Label {
@@ -204,18 +200,6 @@ mod tests {
     }
 
     #[test]
-    fn the_catalog_kind_is_not_a_collection() {
-        let change = Change::Delete {
-            kind: EntityKind::Catalog,
-            id: "catalog".to_owned(),
-        };
-        assert!(matches!(
-            steps(&[change], 1),
-            Err(StoreError::Unavailable(_))
-        ));
-    }
-
-    #[test]
     fn audit_records_get_consecutive_seqs_and_the_commit_revision() {
         let record = AuditRecord {
             seq: 99,
@@ -223,7 +207,7 @@ mod tests {
             at: chrono::DateTime::UNIX_EPOCH,
             actor: "alice".to_owned(),
             action: "create".to_owned(),
-            entity: EntityKind::Labels,
+            entity: Subject::Labels,
             id: "a".to_owned(),
             before: None,
             after: None,
