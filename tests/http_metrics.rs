@@ -206,6 +206,17 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
         ),
         Some(3.0)
     );
+    // The caches report what they hold (within their budgets) and, so far, no evictions.
+    for cache in ["manifest_cache", "access_cache"] {
+        let bytes = scrape
+            .get(&format!("toolgate_{cache}_bytes"), &[])
+            .expect("bytes held");
+        assert!(bytes > 0.0, "{cache} holds something after the reads");
+        assert_eq!(
+            scrape.get(&format!("toolgate_{cache}_evictions_total"), &[]),
+            Some(0.0)
+        );
+    }
     assert_eq!(scrape.get("toolgate_sse_subscribers", &[]), Some(1.0));
     assert_eq!(
         scrape.get("toolgate_sse_events_sent_total", &[("event", "tools")]),

@@ -84,6 +84,22 @@ impl Matched {
     }
 }
 
+/// An access decision under request options: everything a manifest, or an evaluation, is a
+/// function of (the revision is in `matched`). The caches of rendered manifests and of
+/// evaluations, and the stream fan-out, key by it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Decided {
+    pub matched: Matched,
+    pub options: ManifestOptions,
+}
+
+impl Decided {
+    /// Bytes this key holds on the heap (for caches bounded in bytes).
+    pub fn heap_bytes(&self) -> usize {
+        self.matched.heap_bytes() + self.options.heap_bytes()
+    }
+}
+
 /// The policies that matched some claims at one revision, in priority order, by id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {

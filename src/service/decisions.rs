@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::access::AccessCache;
 use crate::cache::{CacheStats, RevisionCache};
-use crate::domain::access::Matched;
+use crate::domain::access::Decided;
 use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::ManifestOptions;
@@ -263,19 +263,12 @@ pub struct Search<'q> {
     pub limit: usize,
 }
 
-/// The key of a kept evaluation: the decision and the request options.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct EvaluationKey {
-    matched: Matched,
-    options: ManifestOptions,
-}
-
 /// Answers decisions and searches from cached evaluations.
 pub struct Decisions {
     /// Access decisions by claims key (shared with the manifest service).
     access: Arc<AccessCache>,
     /// Evaluations per (decision, options), for one revision.
-    evaluations: RevisionCache<EvaluationKey, Arc<Evaluation>>,
+    evaluations: RevisionCache<Decided, Arc<Evaluation>>,
 }
 
 impl Decisions {
@@ -285,9 +278,8 @@ impl Decisions {
         Decisions {
             access,
             evaluations: RevisionCache::new(budget, |key, evaluation| {
-                size_of::<EvaluationKey>()
-                    + key.matched.heap_bytes()
-                    + key.options.heap_bytes()
+                size_of::<Decided>()
+                    + key.heap_bytes()
                     + size_of::<Evaluation>()
                     + evaluation.heap_bytes()
             }),
@@ -425,8 +417,21 @@ impl Decisions {
         options: ManifestOptions,
     ) -> Arc<Evaluation> {
         let fingerprint = Fingerprint::of_projection(claims, &[snapshot.read_paths()]);
-        let matched = self.access.matched(snapshot, &fingerprint, claims);
-        let key = EvaluationKey { matched, options };
+        self.listing_keyed(snapshot, &fingerprint, claims, options)
+    }
+
+    /// [`Decisions::listing`] for a caller that has the claims key already (any projection of
+    /// `claims` at `snapshot` that covers what its policies read, e.g. a manifest's key):
+    /// the key is not computed twice.
+    pub fn listing_keyed(
+        &self,
+        snapshot: &Snapshot,
+        fingerprint: &Fingerprint,
+        claims: &Claims,
+        options: ManifestOptions,
+    ) -> Arc<Evaluation> {
+        let matched = self.access.matched(snapshot, fingerprint, claims);
+        let key = Decided { matched, options };
         if let Some(hit) = self.evaluations.get(&key, snapshot.revision()) {
             return hit;
         }

@@ -20,7 +20,7 @@ use super::access::AccessCache;
 use super::seen::SeenClaims;
 use crate::cache::redis::SharedCache;
 use crate::cache::{CacheKey, CacheStats, RenderedManifest, RevisionCache};
-use crate::domain::access::Matched;
+use crate::domain::access::{Decided, Matched};
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
@@ -52,23 +52,16 @@ impl CacheOutcome {
 
 /// Where a decision came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decided {
+enum DecidedBy {
     Kept,
     Shared,
     Evaluated,
 }
 
-/// The key of a rendered manifest: the decision and the request options.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct RenderKey {
-    matched: Matched,
-    options: ManifestOptions,
-}
-
 /// Resolves and caches rendered manifests.
 pub struct Manifests {
     access: Arc<AccessCache>,
-    rendered: RevisionCache<RenderKey, Arc<RenderedManifest>>,
+    rendered: RevisionCache<Decided, Arc<RenderedManifest>>,
     /// The cache shared with other instances through Redis, when configured (and keyed).
     shared: Option<Arc<SharedCache>>,
     /// The admin rule's paths: part of every claims key.
@@ -93,10 +86,7 @@ impl Manifests {
         Manifests {
             access,
             rendered: RevisionCache::new(manifest_bytes, |key, rendered| {
-                size_of::<RenderKey>()
-                    + key.matched.heap_bytes()
-                    + key.options.heap_bytes()
-                    + rendered.weight()
+                size_of::<Decided>() + key.heap_bytes() + rendered.weight()
             }),
             shared,
             admin_paths: Arc::from(admin_paths),
@@ -180,9 +170,9 @@ impl Manifests {
         let (matched, decided) = self.decision(snapshot, claims, &key).await;
         let (rendered, was_kept) = self.rendered(snapshot, claims, matched, key.options);
         let outcome = match (decided, was_kept) {
-            (Decided::Kept, true) => CacheOutcome::Hit,
+            (DecidedBy::Kept, true) => CacheOutcome::Hit,
             (_, true) => CacheOutcome::Rendered,
-            (Decided::Shared, false) => CacheOutcome::Shared,
+            (DecidedBy::Shared, false) => CacheOutcome::Shared,
             (_, false) => CacheOutcome::Miss,
         };
         (rendered, outcome)
@@ -195,11 +185,11 @@ impl Manifests {
         snapshot: &Snapshot,
         claims: &Claims,
         key: &CacheKey,
-    ) -> (Matched, Decided) {
+    ) -> (Matched, DecidedBy) {
         if let Some(matched) = self.access.get(snapshot, &key.fingerprint) {
-            return (matched, Decided::Kept);
+            return (matched, DecidedBy::Kept);
         }
-        let mut decided = Decided::Evaluated;
+        let mut decided = DecidedBy::Evaluated;
         let mut matched = None;
         if let Some(shared) = &self.shared {
             matched = shared
@@ -207,7 +197,7 @@ impl Manifests {
                 .await
                 .and_then(|access| snapshot.matched_of_access(&access));
             match &matched {
-                Some(_) => decided = Decided::Shared,
+                Some(_) => decided = DecidedBy::Shared,
                 None => {
                     let evaluated = snapshot.matched(claims);
                     shared.remember(&key.fingerprint, snapshot.access_of(&evaluated), snapshot);
@@ -229,7 +219,7 @@ impl Manifests {
         matched: Matched,
         options: ManifestOptions,
     ) -> (Arc<RenderedManifest>, bool) {
-        let key = RenderKey { matched, options };
+        let key = Decided { matched, options };
         if let Some(hit) = self.rendered.get(&key, snapshot.revision()) {
             return (hit, true);
         }

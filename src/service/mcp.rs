@@ -114,7 +114,9 @@ impl McpTools {
         self.manifests
             .seen()
             .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
-        let evaluation = self.decisions.listing(snapshot, claims, key.options);
+        let evaluation =
+            self.decisions
+                .listing_keyed(snapshot, &key.fingerprint, claims, key.options);
         let catalog = self.catalog(snapshot);
         let page = catalog.page(snapshot, &evaluation, after.as_deref(), self.page_size);
         Ok(ToolsPage {

@@ -160,13 +160,25 @@ mod tests {
     fn the_bound_holds_and_the_most_recent_survive() {
         let seen = SeenClaims::new(100);
         let start = Utc::now();
-        for team in 0..1000 {
+        for team in 0..1001 {
             record(&seen, team, start + TimeDelta::seconds(i64::from(team)));
             assert!(seen.len() <= 100);
+            if team >= 100 {
+                assert_eq!(
+                    seen.len(),
+                    100,
+                    "one at a time makes room: the set stays full"
+                );
+            }
         }
-        let recent = seen.recent(start + TimeDelta::seconds(1000), &paths());
-        assert!(!recent.is_empty());
-        assert_eq!(recent[0].claims.get("team"), Some(&json!(999)));
+        let recent = seen.recent(start + TimeDelta::seconds(1001), &paths());
+        assert_eq!(recent.len(), 100);
+        assert_eq!(recent[0].claims.get("team"), Some(&json!(1000)));
+        assert_eq!(
+            recent[99].claims.get("team"),
+            Some(&json!(901)),
+            "the 100 most recent"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use super::frame::Frame;
 use super::frame::{EventKind, encode};
 use super::outbox::{Outbox, Pushed};
 use crate::cache::CacheKey;
-use crate::domain::access::Matched;
+use crate::domain::access::Decided;
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
@@ -420,7 +420,6 @@ impl StreamHub {
 /// The moves that bring `jobs` to `snapshot`: one manifest per distinct access decision (many
 /// claims keys share one), one diff per (previous manifest, new decision).
 fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> {
-    type Decided = (Matched, ManifestOptions);
     let mut manifests: HashMap<Decided, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
     let mut frames: HashMap<(Arc<str>, Decided), Option<Arc<Frame>>> = HashMap::new();
     let mut moves = Vec::with_capacity(jobs.len());
@@ -448,10 +447,13 @@ fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> 
             let matched = resolver
                 .access()
                 .matched(snapshot, &to.fingerprint, &claims);
-            let decided = (matched, to.options.clone());
+            let decided = Decided {
+                matched,
+                options: to.options.clone(),
+            };
             let (manifest, summary) = manifests.entry(decided.clone()).or_insert_with(|| {
                 let manifest = snapshot
-                    .manifest_of(&decided.0, &decided.1)
+                    .manifest_of(&decided.matched, &decided.options)
                     .unwrap_or_else(|| snapshot.manifest(&claims, &to.options));
                 let summary = Arc::new(ManifestSummary::of(&manifest));
                 (manifest, summary)
