@@ -465,3 +465,87 @@ async fn disconnects_free_every_subscription() {
     hub_settles_at(&gateway, 0).await;
     assert_eq!(gateway.state().hub.group_count(), 0);
 }
+
+/// `fields=` narrows every entry on every route that lists them, under its own tag: a read, a
+/// 304, the stream's snapshot, and a stream that a change to a field it did not ask for leaves
+/// silent while one it did ask for reaches it. `/mcp` refuses it (MCP fixes a tool's shape).
+#[tokio::test]
+async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
+    let gateway = gateway().await;
+    let token = reader("a");
+    let full = gateway.get("/agents/tools", &token).await;
+    let narrowed = gateway
+        .get("/agents/tools?fields=name&fields=groups", &token)
+        .await;
+    assert_eq!(narrowed.status, StatusCode::OK);
+    assert_eq!(
+        narrowed.json()["data"],
+        json!([{"tool_id": "billing:list_invoices", "name": "list_invoices", "groups": ["g-read"]}])
+    );
+    let tag = narrowed.header("etag").expect("etag").to_owned();
+    assert_ne!(Some(tag.as_str()), full.header("etag"));
+    let again = |if_none_match: String| {
+        gateway
+            .client
+            .get(format!("{}/agents/tools?fields=groups,name", gateway.base))
+            .bearer_auth(&token)
+            .header("if-none-match", if_none_match)
+            .send()
+    };
+    let not_modified = again(tag.clone()).await.expect("request");
+    assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED);
+    let other = again(full.header("etag").expect("etag").to_owned())
+        .await
+        .expect("request");
+    assert_eq!(other.status(), StatusCode::OK, "the full tag is another body");
+
+    let mut stream = SseClient::connect(&gateway, "/agents/tools/stream?fields=name", &token).await;
+    let first = stream.event(WAIT).await;
+    assert_eq!(
+        first.json()["data"],
+        json!([{"tool_id": "billing:list_invoices", "name": "list_invoices"}])
+    );
+    describe(&gateway, "billing:list_invoices", "not asked for").await;
+    stream.no_event(QUIET).await;
+    gateway
+        .admin_send(
+            Method::PATCH,
+            "/admin/tools/billing:list_invoices",
+            Some(json!({"name": "invoices"})),
+        )
+        .await
+        .expect(StatusCode::OK);
+    let changed = stream.event(WAIT).await;
+    assert_eq!(
+        changed.json()["updated"],
+        json!([{"tool_id": "billing:list_invoices", "name": "invoices"}])
+    );
+
+    let unknown = gateway.get("/agents/tools?fields=name,schema", &token).await;
+    assert_eq!(
+        unknown.problem(400)["detail"],
+        json!(
+            "query parameter 'fields': 'schema' is not a manifest entry field; expected tool_id, \
+             name, description, input_schema, output_schema, source_id, source_path, method, \
+             tags, version, available_in_states, next_state, groups"
+        )
+    );
+    let mcp = gateway
+        .client
+        .post(format!("{}/mcp?fields=name", gateway.base))
+        .bearer_auth(&token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(mcp.status(), StatusCode::BAD_REQUEST);
+    let text = mcp.text().await.expect("body");
+    assert!(text.contains("fields is not available at /mcp"), "{text}");
+}

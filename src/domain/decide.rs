@@ -137,7 +137,7 @@ impl Snapshot {
     ) -> Manifest<'_> {
         let (listed, warnings) = self.listed(decision, options);
         let entries = self.entries(&listed, &decision.granted_groups);
-        let mut manifest = Manifest::new(self, entries, warnings, options.include_disabled);
+        let mut manifest = Manifest::new(self, entries, warnings, options);
         manifest.denied = decision.granted_groups.is_empty();
         manifest
     }

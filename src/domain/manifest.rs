@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use super::entry::truncate;
+use super::entry::{Field, Fields, truncate};
 use super::snapshot::{Snapshot, tool_index};
 
 /// Request options of `GET /agents/tools` (and of admin preview).
@@ -26,6 +26,9 @@ pub struct ManifestOptions {
     pub state: Option<String>,
     /// `tools=p1,p2`: keep tools whose name matches one of these case-sensitive globs.
     pub tools: Option<Vec<String>>,
+    /// `fields=name,input_schema`: the entry fields written (`tool_id` always); all by default.
+    /// Narrows what each entry says, never which tools are listed.
+    pub fields: Fields,
 }
 
 impl ManifestOptions {
@@ -69,6 +72,7 @@ pub struct Manifest<'s> {
     pub(super) group_lists: Vec<u32>,
     pub(super) warnings: Vec<String>,
     pub(super) include_disabled: bool,
+    pub(super) fields: Fields,
     pub(super) etag: String,
     /// No matching policy granted any group (the reference design's "access denied"); request
     /// options that narrow the manifest to nothing do not count.
@@ -80,21 +84,22 @@ impl<'s> Manifest<'s> {
         snapshot: &'s Snapshot,
         (entries, group_lists): (Vec<Entry>, Vec<u32>),
         warnings: Vec<String>,
-        include_disabled: bool,
+        options: &ManifestOptions,
     ) -> Self {
         let etag = etag(
             snapshot,
             &entries,
             &group_lists,
             &warnings,
-            include_disabled,
+            (options.include_disabled, options.fields),
         );
         Manifest {
             snapshot,
             entries,
             group_lists,
             warnings,
-            include_disabled,
+            include_disabled: options.include_disabled,
+            fields: options.fields,
             etag,
             denied: false,
         }
@@ -198,20 +203,19 @@ impl<'s> Manifest<'s> {
     /// Writes one entry object.
     pub(super) fn write_entry(&self, entry: &Entry, out: &mut Vec<u8>) {
         let tool = &self.snapshot.tools[entry.tool as usize];
-        out.extend_from_slice(
-            self.snapshot
-                .tool_entry(entry.tool as usize)
-                .json_prefix()
-                .as_bytes(),
-        );
-        out.extend_from_slice(b",\"groups\":[");
-        for (i, &group) in self.entry_groups(entry).iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
+        self.snapshot
+            .tool_entry(entry.tool as usize)
+            .write_prefix(self.fields, out);
+        if self.fields.contains(Field::Groups) {
+            out.extend_from_slice(b",\"groups\":[");
+            for (i, &group) in self.entry_groups(entry).iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(self.snapshot.groups[group as usize].json_id.as_bytes());
             }
-            out.extend_from_slice(self.snapshot.groups[group as usize].json_id.as_bytes());
+            out.push(b']');
         }
-        out.push(b']');
         if self.include_disabled {
             out.extend_from_slice(if tool.enabled {
                 b",\"enabled\":true"
@@ -234,8 +238,7 @@ impl<'s> Manifest<'s> {
             .map(|entry| {
                 self.snapshot
                     .tool_entry(entry.tool as usize)
-                    .json_prefix()
-                    .len()
+                    .prefix_len()
                     + 48
             })
             .sum();
@@ -252,7 +255,8 @@ pub(super) fn write_json_string(text: &str, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, text).expect("writing to a Vec cannot fail");
 }
 
-/// Content hash of a manifest: entries (content and groups), warnings, and the preview flag.
+/// Content hash of a manifest: entries (content and groups, as far as the requested fields
+/// show them), warnings, the preview flag and the fields.
 /// Everything is laid out in one buffer of fixed-size digests (each entry's content hash, its
 /// group count and its groups' id digests, all computed at compile) and hashed in one call:
 /// thousands of small hasher updates cost more than the hashing itself.
@@ -261,12 +265,20 @@ fn etag(
     entries: &[Entry],
     group_lists: &[u32],
     warnings: &[String],
-    preview: bool,
+    (preview, fields): (bool, Fields),
 ) -> String {
-    let mut laid_out = Vec::with_capacity(1 + entries.len() * 20 + group_lists.len() * 16);
+    let mut laid_out = Vec::with_capacity(3 + entries.len() * 20 + group_lists.len() * 16);
     laid_out.push(u8::from(preview));
+    if !fields.is_all() {
+        // Narrowed manifests have other bytes, hence other tags; the default keeps its own.
+        laid_out.extend_from_slice(&fields.to_le_bytes());
+    }
+    let with_groups = fields.contains(Field::Groups);
     for entry in entries {
-        laid_out.extend_from_slice(snapshot.tool_entry(entry.tool as usize).content_hash());
+        laid_out.extend_from_slice(&snapshot.tool_entry(entry.tool as usize).content_hash(fields));
+        if !with_groups {
+            continue;
+        }
         let groups = &group_lists[entry.groups.start as usize..entry.groups.end as usize];
         laid_out.extend_from_slice(&(groups.len() as u32).to_le_bytes());
         for &group in groups {

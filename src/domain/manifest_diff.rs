@@ -8,9 +8,11 @@
 
 use std::sync::Arc;
 
+use super::entry::Field;
 use super::manifest::{Entry, Manifest};
 
-/// Hash of one manifest entry as the agent sees it: the tool's content and its groups.
+/// Hash of one manifest entry as the agent sees it: the tool's content and its groups, as far
+/// as the manifest's fields show them (a change to a field not asked for is no change).
 type EntryHash = [u8; 16];
 
 /// A compact picture of a manifest, enough to diff the next one against it.
@@ -62,10 +64,16 @@ impl ManifestSummary {
 fn entry_hash(manifest: &Manifest<'_>, entry: &Entry) -> EntryHash {
     let snapshot = manifest.snapshot;
     let mut hasher = blake3::Hasher::new();
-    hasher.update(snapshot.tool_entry(entry.tool as usize).content_hash());
+    hasher.update(
+        &snapshot
+            .tool_entry(entry.tool as usize)
+            .content_hash(manifest.fields),
+    );
     hasher.update(&[u8::from(manifest.include_disabled)]);
-    for &group in manifest.entry_groups(entry) {
-        hasher.update(&snapshot.groups[group as usize].id_digest);
+    if manifest.fields.contains(Field::Groups) {
+        for &group in manifest.entry_groups(entry) {
+            hasher.update(&snapshot.groups[group as usize].id_digest);
+        }
     }
     let mut out = [0u8; 16];
     out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);

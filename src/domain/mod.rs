@@ -9,7 +9,7 @@ pub mod access;
 pub mod claims;
 mod compile_error;
 mod decide;
-mod entry;
+pub mod entry;
 pub mod explain;
 pub mod fingerprint;
 mod glob;

@@ -17,6 +17,7 @@ use super::errors::ApiError;
 use super::extract::{AcceptsGzip, Agent, IfNoneMatch, QueryPairs};
 use super::limit::RouteClass;
 use crate::cache::RenderedManifest;
+use crate::domain::entry::Fields;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 
 /// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
@@ -30,20 +31,26 @@ pub struct AgentQuery {
 impl AgentQuery {
     pub fn parse(pairs: &[(String, String)]) -> Result<AgentQuery, ApiError> {
         let mut query = AgentQuery::default();
+        let mut fields: Vec<String> = Vec::new();
         for (key, value) in pairs {
             match key.as_str() {
                 "group" => extend(&mut query.options.groups, value),
                 "tools" => extend(&mut query.options.tools, value),
                 "state" => query.options.state = Some(value.clone()),
                 "include_disabled" => query.options.include_disabled = boolean(key, value)?,
+                "fields" => fields.extend(ManifestOptions::list(value)),
                 "explain" => query.explain = boolean(key, value)?,
                 other => {
                     return Err(ApiError::Malformed(format!(
                         "unknown query parameter '{other}'; expected group, state, tools, \
-                         include_disabled or explain"
+                         fields, include_disabled or explain"
                     )));
                 }
             }
+        }
+        if pairs.iter().any(|(key, _)| key == "fields") {
+            query.options.fields = Fields::parse(fields.iter().map(String::as_str))
+                .map_err(|unknown| ApiError::Malformed(format!("query parameter 'fields': {unknown}")))?;
         }
         Ok(query)
     }

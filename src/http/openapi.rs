@@ -391,7 +391,7 @@ fn cursor_parameter() -> Parameter {
 }
 
 /// The query options of `GET /agents/tools`: name, whether it is a flag, description.
-pub const AGENT_QUERY: [(&str, bool, &str); 5] = [
+pub const AGENT_QUERY: [(&str, bool, &str); 6] = [
     (
         "group",
         false,
@@ -404,6 +404,15 @@ pub const AGENT_QUERY: [(&str, bool, &str); 5] = [
         false,
         "Keep tools whose name matches one of these case-sensitive globs (comma-separated; \
          may repeat).",
+    ),
+    (
+        "fields",
+        false,
+        "Only these entry fields (comma-separated; may repeat): `tool_id` (always there), \
+         `name`, `description`, `input_schema`, `output_schema`, `source_id`, `source_path`, \
+         `method`, `tags`, `version`, `available_in_states`, `next_state`, `groups`. Narrows \
+         every entry, never which tools are listed; the narrowed manifest has its own ETag, \
+         and its stream is silent about changes to fields it did not ask for. Not at `/mcp`.",
     ),
     (
         "include_disabled",
@@ -518,7 +527,11 @@ mod tests {
     #[test]
     fn every_documented_agent_option_is_accepted() {
         for (name, is_flag, _) in AGENT_QUERY {
-            let value = if is_flag { "true" } else { "x" };
+            let value = match name {
+                _ if is_flag => "true",
+                "fields" => "name,input_schema",
+                _ => "x",
+            };
             assert!(
                 AgentQuery::parse(&[(name.to_owned(), value.to_owned())]).is_ok(),
                 "{name}"

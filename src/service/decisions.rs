@@ -50,6 +50,7 @@ impl Scope {
             groups: self.groups.clone(),
             state: self.state.clone(),
             tools: None,
+            ..ManifestOptions::default()
         }
     }
 }

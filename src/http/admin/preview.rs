@@ -66,6 +66,7 @@ pub async fn preview(
         groups: request.group.map(List::items),
         state: request.state,
         tools: request.tools.map(List::items),
+        ..ManifestOptions::default()
     };
     let snapshot = state.catalog.snapshot();
     let explained = snapshot.explain(&request.claims, &options);

@@ -268,12 +268,20 @@ fn classify(
 }
 
 /// The manifest options of the URL (`/mcp?group=…`), parsed as `GET /agents/tools` parses
-/// them; `explain` has no place here.
+/// them; `explain` has no place here, nor has `fields`: an MCP tool object has the shape MCP
+/// gives it, not a manifest entry's.
 fn url_options(pairs: &[(String, String)]) -> Result<ManifestOptions, ApiError> {
     let query = AgentQuery::parse(pairs)?;
     if query.explain {
         return Err(ApiError::Malformed(
             "explain is not available at /mcp; use GET /agents/tools?explain=true".to_owned(),
+        ));
+    }
+    if pairs.iter().any(|(key, _)| key == "fields") {
+        return Err(ApiError::Malformed(
+            "fields is not available at /mcp: MCP tool objects have a fixed shape; use \
+             GET /agents/tools?fields=…"
+                .to_owned(),
         ));
     }
     Ok(query.options)

@@ -2,6 +2,7 @@
 //! claims and options, and the exact tool ids expected. This file: selectors, group membership
 //! and policies; `manifest.rs`: visibility, narrowing, entries, etag and explanations.
 
+mod fields;
 mod manifest;
 
 use serde_json::{Value, json};
