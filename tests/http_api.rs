@@ -180,7 +180,7 @@ async fn manifest_body_headers_etag_and_304() {
 }
 
 #[tokio::test]
-async fn a_client_that_accepts_gzip_gets_the_compressed_manifest_made_once() {
+async fn a_client_that_accepts_zstd_or_gzip_gets_the_compressed_manifest_made_once() {
     let gateway = Gateway::start().await;
     let mut catalog = demo_catalog();
     for i in 0..20 {
@@ -203,7 +203,7 @@ async fn a_client_that_accepts_gzip_gets_the_compressed_manifest_made_once() {
     assert_eq!(plain.header("content-encoding"), None);
     assert_eq!(plain.header("vary"), Some("accept-encoding"));
     let etag = plain.header("etag").expect("etag").to_owned();
-    let gzip_etag = format!("{}-gzip\"", etag.trim_end_matches('"'));
+    let coded = |coding: &str| format!("{}-{coding}\"", etag.trim_end_matches('"'));
     let get = |accept: &'static str, if_none_match: Option<String>| {
         let mut request = gateway
             .client
@@ -215,27 +215,44 @@ async fn a_client_that_accepts_gzip_gets_the_compressed_manifest_made_once() {
         }
         request.send()
     };
-    for accept in ["gzip", "br;q=1, gzip;q=0.5", "*"] {
+    for (accept, coding) in [
+        ("gzip", "gzip"),
+        ("br;q=1, gzip;q=0.5", "gzip"),
+        ("*", "zstd"),
+        ("gzip, deflate, br, zstd", "zstd"),
+        ("zstd;q=0.5, gzip", "gzip"),
+        ("zstd", "zstd"),
+    ] {
         let compressed = get(accept, None).await.expect("request");
         assert_eq!(compressed.status(), StatusCode::OK);
-        assert_eq!(compressed.headers()["content-encoding"], "gzip", "{accept}");
+        assert_eq!(compressed.headers()["content-encoding"], coding, "{accept}");
         assert_eq!(
             compressed.headers()["etag"],
-            gzip_etag.as_str(),
+            coded(coding).as_str(),
             "a coding has its own tag"
         );
         assert_eq!(compressed.headers()["vary"], "accept-encoding");
         let bytes = compressed.bytes().await.expect("body");
         assert!(bytes.len() < plain.body.len());
-        let mut decoded = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut decoded)
-            .expect("valid gzip");
+        let decoded = if coding == "gzip" {
+            let mut decoded = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut decoded)
+                .expect("valid gzip");
+            decoded
+        } else {
+            zstd::stream::decode_all(&bytes[..]).expect("valid zstd")
+        };
         assert!(decoded == plain.body, "the same manifest, byte for byte");
     }
-    let refused = get("gzip;q=0, identity", None).await.expect("request");
+    let refused = get("gzip;q=0, zstd;q=0, identity", None).await.expect("request");
     assert_eq!(refused.headers().get("content-encoding"), None);
-    // Either tag names the same content: 304 whichever coding the client holds.
-    for (accept, tag) in [("gzip", etag.clone()), ("identity", gzip_etag.clone())] {
+    // Every tag names the same content: 304 whichever coding the client holds.
+    for (accept, tag) in [
+        ("gzip", etag.clone()),
+        ("identity", coded("gzip")),
+        ("gzip", coded("zstd")),
+        ("zstd", coded("gzip")),
+    ] {
         let not_modified = get(accept, Some(tag)).await.expect("request");
         assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED, "{accept}");
     }

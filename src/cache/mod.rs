@@ -14,12 +14,14 @@
 //! ([`redis::SharedCache`]): access decisions that spare a miss the claim evaluation.
 
 pub mod redis;
+mod rendered;
+
+pub use rendered::{Coding, RenderedManifest};
 
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 
-use bytes::Bytes;
 use lru::LruCache;
 
 use crate::domain::claims::{ClaimPath, Claims};
@@ -50,76 +52,6 @@ impl CacheKey {
             options,
         }
     }
-}
-
-/// A manifest ready to send, and its gzip-compressed form once a client asked for it.
-#[derive(Debug)]
-pub struct RenderedManifest {
-    pub body: Bytes,
-    /// The strong entity tag, quotes included.
-    pub etag: String,
-    pub revision: u64,
-    pub tool_count: usize,
-    /// No policy granted the claims any group (counted as `agent_access_denied`).
-    pub denied: bool,
-    /// `body` compressed with gzip, made by the first request that accepts it: a hot request
-    /// never compresses. `None` inside: it would not fit the room reserved for it.
-    gzip: OnceLock<Option<Bytes>>,
-}
-
-/// The room a rendered manifest reserves for its compressed form, as a share of its body
-/// (manifests are JSON with much repetition: gzip leaves 10–20 %).
-const COMPRESSED_SHARE: usize = 4;
-
-impl RenderedManifest {
-    pub fn new(body: Bytes, etag: String, revision: u64, tool_count: usize, denied: bool) -> Self {
-        RenderedManifest {
-            body,
-            etag,
-            revision,
-            tool_count,
-            denied,
-            gzip: OnceLock::new(),
-        }
-    }
-
-    /// Bytes it holds or may come to hold (for caches bounded in bytes): the compressed form
-    /// is counted in advance, as its reserved room.
-    pub fn weight(&self) -> usize {
-        size_of::<RenderedManifest>()
-            + self.body.len()
-            + self.body.len() / COMPRESSED_SHARE
-            + self.etag.capacity()
-    }
-
-    /// The gzip-compressed body if it was made already.
-    pub fn gzip_if_made(&self) -> Option<Option<Bytes>> {
-        self.gzip.get().cloned()
-    }
-
-    /// The gzip-compressed body, made now if needed (CPU work proportional to the body: call it
-    /// off the I/O threads). `None` when it does not fit the room reserved for it (then the
-    /// plain body serves).
-    pub fn gzip(&self) -> Option<Bytes> {
-        self.gzip
-            .get_or_init(|| {
-                let compressed = compress(&self.body);
-                (compressed.len() <= self.body.len() / COMPRESSED_SHARE).then(|| compressed.into())
-            })
-            .clone()
-    }
-}
-
-fn compress(body: &[u8]) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(body.len() / 8),
-        flate2::Compression::default(),
-    );
-    encoder
-        .write_all(body)
-        .and_then(|()| encoder.finish())
-        .expect("writing to a Vec cannot fail")
 }
 
 /// Byte budgets of the in-process caches. The defaults fit a gateway in a 512 MiB container
@@ -378,39 +310,5 @@ mod tests {
             (stats.entries, stats.bytes),
             (1, 2 * ENTRY + ENTRY_OVERHEAD)
         );
-    }
-
-    #[test]
-    fn the_gzip_form_is_made_once_and_counted_in_advance() {
-        let body = serde_json::to_vec(&serde_json::json!({
-            "data": (0..200).map(|i| serde_json::json!({"tool_id": format!("s:t{i}"), "description": "the same words again"})).collect::<Vec<_>>()
-        }))
-        .expect("json");
-        let rendered =
-            RenderedManifest::new(Bytes::from(body.clone()), "\"e\"".into(), 1, 200, false);
-        assert!(rendered.weight() >= body.len() + body.len() / COMPRESSED_SHARE);
-        assert_eq!(rendered.gzip_if_made(), None);
-        let compressed = rendered.gzip().expect("JSON compresses well");
-        assert!(compressed.len() * 5 < body.len());
-        assert_eq!(rendered.gzip_if_made(), Some(Some(compressed.clone())));
-        let mut plain = Vec::new();
-        std::io::Read::read_to_end(
-            &mut flate2::read::GzDecoder::new(&compressed[..]),
-            &mut plain,
-        )
-        .expect("gzip");
-        assert_eq!(plain, body);
-        // What does not compress into its reserved room is not kept.
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let noise: Vec<u8> = (0..4096)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect();
-        let rendered = RenderedManifest::new(Bytes::from(noise), "\"n\"".into(), 1, 0, false);
-        assert_eq!(rendered.gzip(), None);
     }
 }

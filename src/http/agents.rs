@@ -14,9 +14,9 @@ use bytes::Bytes;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{AcceptsGzip, Agent, IfNoneMatch, QueryPairs};
+use super::extract::{AcceptEncoding, Agent, IfNoneMatch, QueryPairs};
 use super::limit::RouteClass;
-use crate::cache::RenderedManifest;
+use crate::cache::{Coding, RenderedManifest};
 use crate::domain::entry::Fields;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 
@@ -87,7 +87,7 @@ pub async fn list_tools(
     agent: Agent,
     QueryPairs(pairs): QueryPairs,
     IfNoneMatch(if_none_match): IfNoneMatch,
-    AcceptsGzip(accepts_gzip): AcceptsGzip,
+    AcceptEncoding(codings): AcceptEncoding,
 ) -> Result<Response, ApiError> {
     state.limit(RouteClass::AgentReads, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
@@ -106,16 +106,17 @@ pub async fn list_tools(
     let claims = agent.claims();
     let key = state.manifests.key(&snapshot, claims, query.options);
     let rendered = state.manifests.resolve(&snapshot, claims, key).await;
-    if accepts_gzip
-        && rendered.body.len() >= COMPRESS_FROM
-        && let Some(compressed) = gzip(&rendered).await
-    {
-        return Ok(manifest_response(
-            compressed,
-            &rendered.etag,
-            Some(GZIP),
-            &if_none_match,
-        ));
+    if rendered.body.len() >= COMPRESS_FROM {
+        for coding in codings {
+            if let Some(compressed) = compressed(&rendered, coding).await {
+                return Ok(manifest_response(
+                    compressed,
+                    &rendered.etag,
+                    Some(coding),
+                    &if_none_match,
+                ));
+            }
+        }
     }
     Ok(manifest_response(
         rendered.body.clone(),
@@ -128,17 +129,14 @@ pub async fn list_tools(
 /// Bodies smaller than this are sent as they are: compressing them saves next to nothing.
 const COMPRESS_FROM: usize = 1024;
 
-/// The one content coding served from the cache.
-const GZIP: &str = "gzip";
-
-/// The manifest's gzip form: made once per rendered manifest, off the I/O threads (compressing
-/// megabytes takes tens of milliseconds), then kept beside the plain bytes.
-async fn gzip(rendered: &Arc<RenderedManifest>) -> Option<Bytes> {
-    if let Some(made) = rendered.gzip_if_made() {
+/// The manifest's `coding` form: made once per rendered manifest, off the I/O threads
+/// (compressing megabytes takes tens of milliseconds), then kept beside the plain bytes.
+async fn compressed(rendered: &Arc<RenderedManifest>, coding: Coding) -> Option<Bytes> {
+    if let Some(made) = rendered.compressed_if_made(coding) {
         return made;
     }
     let rendered = Arc::clone(rendered);
-    tokio::task::spawn_blocking(move || rendered.gzip())
+    tokio::task::spawn_blocking(move || rendered.compressed(coding))
         .await
         .ok()
         .flatten()
@@ -146,9 +144,9 @@ async fn gzip(rendered: &Arc<RenderedManifest>) -> Option<Bytes> {
 
 /// The entity tag of the `coding` form of the representation whose tag is `etag`: a content
 /// coding changes the bytes, so a strong tag must change with it (RFC 9110 section 8.8.3).
-fn coded_etag(etag: &str, coding: &str) -> String {
+fn coded_etag(etag: &str, coding: Coding) -> String {
     match etag.strip_suffix('"') {
-        Some(open) => format!("{open}-{coding}\""),
+        Some(open) => format!("{open}-{}\"", coding.as_str()),
         None => etag.to_owned(),
     }
 }
@@ -172,7 +170,7 @@ pub fn with_explanation(
 fn manifest_response(
     body: Bytes,
     etag: &str,
-    coding: Option<&'static str>,
+    coding: Option<Coding>,
     if_none_match: &[HeaderValue],
 ) -> Response {
     let sent_etag = match coding {
@@ -210,15 +208,18 @@ fn manifest_response(
     if let Some(coding) = coding {
         response
             .headers_mut()
-            .insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+            .insert(
+                header::CONTENT_ENCODING,
+                HeaderValue::from_static(coding.as_str()),
+            );
     }
     response
 }
 
-/// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly; the tag of the
-/// gzip form names the same content as the plain one.
+/// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly; the tag of a
+/// compressed form names the same content as the plain one.
 fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
-    let gzip = coded_etag(etag, GZIP);
+    let coded = Coding::ALL.map(|coding| coded_etag(etag, coding));
     values
         .iter()
         .filter_map(|value| value.to_str().ok())
@@ -226,7 +227,7 @@ fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
         .map(str::trim)
         .any(|candidate| {
             let tag = candidate.trim_start_matches("W/");
-            candidate == "*" || tag == etag || tag == gzip
+            candidate == "*" || tag == etag || coded.iter().any(|coded| tag == coded)
         })
 }
 

@@ -17,6 +17,7 @@ use super::AppState;
 use super::errors::ApiError;
 use super::limit::RouteClass;
 use crate::auth::{VerifiedToken, bearer_token};
+use crate::cache::Coding;
 use crate::domain::claims::Claims;
 use crate::domain::validate::{ErrorKind, FieldError};
 
@@ -331,22 +332,23 @@ impl<S: Send + Sync> FromRequestParts<S> for IfNoneMatch {
     }
 }
 
-/// Whether the request's `Accept-Encoding` accepts gzip (RFC 9110 section 12.5.3): `gzip` (or
-/// `x-gzip`) with a q-value above 0, or `*` above 0 when gzip is not refused by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AcceptsGzip(pub bool);
+/// The content codings of a manifest that the request's `Accept-Encoding` accepts (RFC 9110
+/// section 12.5.3), most wanted first: a coding named with a q-value above 0, or left unnamed
+/// under a `*` above 0 (`x-gzip` is gzip). Equal q-values prefer zstd, the smaller form.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AcceptEncoding(pub Vec<Coding>);
 
-impl<S: Send + Sync> FromRequestParts<S> for AcceptsGzip {
+impl<S: Send + Sync> FromRequestParts<S> for AcceptEncoding {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
-        Ok(AcceptsGzip(accepts_gzip(&parts.headers)))
+        Ok(accepted_codings(&parts.headers))
     }
 }
 
-fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
-    let mut named = None;
-    let mut any = false;
+fn accepted_codings(headers: &axum::http::HeaderMap) -> AcceptEncoding {
+    let mut named: [Option<f32>; Coding::ALL.len()] = [None; Coding::ALL.len()];
+    let mut any = None;
     for item in headers
         .get_all(axum::http::header::ACCEPT_ENCODING)
         .iter()
@@ -354,18 +356,36 @@ fn accepts_gzip(headers: &axum::http::HeaderMap) -> bool {
         .flat_map(|value| value.split(','))
     {
         let mut pieces = item.split(';');
-        let coding = pieces.next().unwrap_or_default().trim();
+        let token = pieces.next().unwrap_or_default().trim();
         let weight = pieces
             .filter_map(|piece| piece.trim().strip_prefix("q="))
             .find_map(|q| q.trim().parse::<f32>().ok())
             .unwrap_or(1.0);
-        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
-            named = Some(named.unwrap_or(false) || weight > 0.0);
-        } else if coding == "*" {
-            any = weight > 0.0;
+        if token == "*" {
+            any = Some(weight);
+            continue;
+        }
+        let token = if token.eq_ignore_ascii_case("x-gzip") {
+            "gzip"
+        } else {
+            token
+        };
+        if let Some(i) = Coding::ALL
+            .iter()
+            .position(|coding| coding.as_str().eq_ignore_ascii_case(token))
+        {
+            named[i] = Some(named[i].map_or(weight, |known| known.max(weight)));
         }
     }
-    named.unwrap_or(any)
+    let mut accepted: Vec<(f32, Coding)> = Coding::ALL
+        .into_iter()
+        .zip(named)
+        .filter_map(|(coding, weight)| Some((weight.or(any)?, coding)))
+        .filter(|(weight, _)| *weight > 0.0)
+        .collect();
+    // Stable: equal weights keep Coding::ALL's order.
+    accepted.sort_by(|a, b| b.0.total_cmp(&a.0));
+    AcceptEncoding(accepted.into_iter().map(|(_, coding)| coding).collect())
 }
 
 #[cfg(test)]
@@ -373,18 +393,24 @@ mod accept_encoding_tests {
     use super::*;
 
     #[test]
-    fn gzip_is_accepted_by_name_or_by_star_unless_refused() {
-        let cases = [
-            (vec!["gzip"], true),
-            (vec!["br, gzip;q=0.5"], true),
-            (vec!["deflate", "X-GZIP"], true),
-            (vec!["gzip;q=0"], false),
-            (vec!["gzip; q=0.0, *"], false),
-            (vec!["*"], true),
-            (vec!["*;q=0"], false),
-            (vec!["identity"], false),
-            (vec!["br", "zstd"], false),
-            (vec![], false),
+    fn codings_are_accepted_by_name_or_by_star_unless_refused_most_wanted_first() {
+        use Coding::{Gzip, Zstd};
+        let cases: [(Vec<&'static str>, Vec<Coding>); 15] = [
+            (vec!["gzip"], vec![Gzip]),
+            (vec!["br, gzip;q=0.5"], vec![Gzip]),
+            (vec!["deflate", "X-GZIP"], vec![Gzip]),
+            (vec!["gzip;q=0"], vec![]),
+            (vec!["gzip; q=0.0, *"], vec![Zstd]),
+            (vec!["*"], vec![Zstd, Gzip]),
+            (vec!["*;q=0"], vec![]),
+            (vec!["identity"], vec![]),
+            (vec!["br", "zstd"], vec![Zstd]),
+            (vec!["gzip, deflate, br, zstd"], vec![Zstd, Gzip]),
+            (vec!["zstd;q=0.5, gzip"], vec![Gzip, Zstd]),
+            (vec!["gzip;q=0.8", "*;q=0.9"], vec![Zstd, Gzip]),
+            (vec!["ZSTD;q=0"], vec![]),
+            (vec!["gzip;q=0, gzip"], vec![Gzip]),
+            (vec![], vec![]),
         ];
         for (values, expected) in cases {
             let mut headers = axum::http::HeaderMap::new();
@@ -394,7 +420,7 @@ mod accept_encoding_tests {
                     HeaderValue::from_static(value),
                 );
             }
-            assert_eq!(accepts_gzip(&headers), expected, "{values:?}");
+            assert_eq!(accepted_codings(&headers).0, expected, "{values:?}");
         }
     }
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A hot GET /agents/tools for a manifest of more than 10 MB (4,000 tools with large output
-# schemas, as imported API descriptions have), with `Accept-Encoding: gzip` against the same
-# without, in alternating rounds of one run, for each gateway binary given (default: this tree's
-# release build): requests/s, p50/p99 and the bytes sent per response. Give an older build's
-# binary beside the new one to compare them in the same run.
+# schemas, as imported API descriptions have), with `Accept-Encoding: gzip`, with
+# `Accept-Encoding: zstd` and with neither, in alternating rounds of one run, for each gateway
+# binary given (default: this tree's release build): requests/s, p50/p99 and the bytes sent per
+# response. Give an older build's binary beside the new one to compare them in the same run (a
+# build without zstd answers those requests plain, as its byte count shows).
 #
-#   scripts/bench/gzip.sh [seconds-per-round=5] [connections=4] [rounds=2] [binary…]
+#   scripts/bench/compress.sh [seconds-per-round=5] [connections=4] [rounds=2] [binary…]
 #
 # Needs wrk (Debian package; installed if missing) and python3.
 set -euo pipefail
@@ -42,7 +43,7 @@ json.dump({"sources": [{"id": "api", "name": "api", "type": "manual"}], "tools":
           open(sys.argv[1], "w"))
 PY
 
-export TOOLGATE_JWT_SECRET=gzip-benchmark-secret-of-32-bytes!!!
+export TOOLGATE_JWT_SECRET=compression-benchmark-secret-32-bytes
 export TOOLGATE_LOG_LEVEL=warn
 export TOOLGATE_BODY_LIMIT_BYTES=67108864
 export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
@@ -56,14 +57,17 @@ for b in "${!BINARIES[@]}"; do
   TOKEN=$("$bin" token --sub bench --ttl-secs 7200)
   AUTH="Authorization: Bearer $TOKEN"
   PLAIN=$(curl -sf -H "$AUTH" "$BASE/agents/tools" | wc -c)
-  GZIPPED=$(curl -sf -H "$AUTH" -H 'Accept-Encoding: gzip' "$BASE/agents/tools" | wc -c)
-  echo "binary $b ($bin): manifest $PLAIN bytes, gzip $GZIPPED bytes" >&2
+  declare -A SIZE=([plain]=$PLAIN)
+  for coding in gzip zstd; do
+    SIZE[$coding]=$(curl -sf -H "$AUTH" -H "Accept-Encoding: $coding" "$BASE/agents/tools" | wc -c)
+  done
+  echo "binary $b ($bin): manifest $PLAIN bytes, gzip ${SIZE[gzip]} bytes, zstd ${SIZE[zstd]} bytes" >&2
   for round in $(seq "$ROUNDS"); do
-    for variant in plain gzip; do
+    for variant in plain gzip zstd; do
       args=(-t1 -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
-      [ "$variant" = gzip ] && args+=(-H 'Accept-Encoding: gzip')
+      [ "$variant" != plain ] && args+=(-H "Accept-Encoding: $variant")
       wrk "${args[@]}" "$BASE/agents/tools" > "$WORK/out.txt"
-      RESULTS+=("$(wrk_row "b${b}_${variant}_$round" "$WORK/out.txt") $( [ "$variant" = gzip ] && echo "$GZIPPED" || echo "$PLAIN")")
+      RESULTS+=("$(wrk_row "b${b}_${variant}_$round" "$WORK/out.txt") ${SIZE[$variant]}")
     done
   done
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
@@ -79,11 +83,12 @@ def ms(text):
 print(f"{'binary':7} {'variant':8} {'req/s':>9} {'p50 ms':>9} {'p99 ms':>9} {'bytes':>11}")
 for b in range(len(binaries)):
     rates = {}
-    for variant in ("plain", "gzip"):
+    for variant in ("plain", "gzip", "zstd"):
         picked = [r for r in rows if re.fullmatch(rf"b{b}_{variant}_\d+", r[0])]
         rates[variant] = statistics.mean(float(r[1]) for r in picked)
         p50 = statistics.median(ms(r[2]) for r in picked)
         p99 = max(ms(r[3]) for r in picked)
         print(f"{b:<7} {variant:8} {rates[variant]:>9.1f} {p50:>9.2f} {p99:>9.2f} {int(picked[0][4]):>11}")
-    print(f"{b:<7} gzip ÷ plain req/s: {rates['gzip'] / rates['plain']:.2f}   ({binaries[b]})")
+    print(f"{b:<7} gzip ÷ plain req/s: {rates['gzip'] / rates['plain']:.2f}, "
+          f"zstd ÷ plain: {rates['zstd'] / rates['plain']:.2f}   ({binaries[b]})")
 PY
