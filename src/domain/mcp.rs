@@ -16,7 +16,7 @@
 //! collide with 64 hex digits of BLAKE3) gets no name and is neither listed nor callable: fewer
 //! tools, never the wrong one (SEMANTICS.md section 9).
 //!
-//! **Objects.** `name`, `title` (the tool's name), `description`, `inputSchema`,
+//! **Objects.** `name`, `title` (the tool's title, else its name), `description`, `inputSchema`,
 //! `outputSchema` (when the tool has an object schema), `annotations` from tags and
 //! `_meta."toolgate/tool_id"`. Annotations promise only what a tag asserts: `read-only` →
 //! `readOnlyHint: true`, `idempotent` → `idempotentHint: true`, `destructive` →
@@ -295,7 +295,7 @@ fn object(name: &str, tool: &Tool) -> Box<str> {
     meta.insert(TOOL_ID_META.into(), Value::String(tool.id.clone()));
     let object = ToolObject {
         name,
-        title: &tool.name,
+        title: tool.title.as_deref().unwrap_or(&tool.name),
         description: &tool.description,
         input_schema: &tool.input_schema,
         // MCP requires an output schema to describe an object (structuredContent is one).

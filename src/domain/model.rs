@@ -100,6 +100,10 @@ pub struct Tool {
     pub source_id: String,
     pub operation_id: String,
     pub name: String,
+    /// A human-readable name (an OpenAPI `summary`, an MCP `title`): `name` is made for LLM
+    /// function calling, this is for people. MCP clients show it; absent, they show `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     #[serde(default)]
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

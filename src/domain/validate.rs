@@ -237,6 +237,9 @@ impl Validator {
     fn tool(&mut self, at: &str, tool: &Tool, known: &Known) {
         self.name(at, "name", &tool.name);
         self.name(at, "operation_id", &tool.operation_id);
+        if let Some(title) = &tool.title {
+            self.name(at, "title", title);
+        }
         self.description(at, &tool.description);
         self.reference(
             || format!("{at}.source_id"),

@@ -99,6 +99,11 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
     Ok(ImportedTool {
         operation_id: name.to_owned(),
         name: name.to_owned(),
+        title: super::title(
+            tool.get("title")
+                .or_else(|| tool.pointer("/annotations/title"))
+                .and_then(Value::as_str),
+        ),
         description,
         method: "MCP".to_owned(),
         path: format!("mcp://{source_name}/{name}"),
@@ -178,6 +183,26 @@ mod tests {
             *tool.input_schema,
             json!({"type": "object", "properties": {"p": {"type": "string"}}, "x-extra": 1})
         );
+    }
+
+    #[test]
+    fn the_title_is_the_tools_else_its_annotations() {
+        let title = |tool: Value| {
+            let mut tool = tool;
+            tool["name"] = json!("t");
+            tool["inputSchema"] = json!({"type": "object"});
+            tool_from_mcp("s", &tool).expect("a tool").title
+        };
+        assert_eq!(
+            title(json!({"title": "Read file", "annotations": {"title": "Other"}})),
+            Some("Read file".into())
+        );
+        assert_eq!(
+            title(json!({"annotations": {"title": "Read\na file"}})),
+            Some("Read a file".into())
+        );
+        assert_eq!(title(json!({"title": ""})), None);
+        assert_eq!(title(json!({})), None);
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub struct ImportedTool {
     pub operation_id: String,
     /// A function name for LLMs, made from `operation_id` by [`names::assign`].
     pub name: String,
+    /// A human-readable name, when the upstream gives one (OpenAPI `summary`, MCP `title`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     pub description: String,
     pub method: String,
     pub path: String,
@@ -215,6 +218,16 @@ async fn import_document(document: Document) -> Result<Import, IngestError> {
 }
 
 /// The HTTP client of all importers: rustls, bounded time, no redirects to other schemes.
+/// An upstream's human-readable name as a title: one line (control characters and runs of
+/// white space become one space), trimmed; `None` when nothing is left.
+pub(crate) fn title(text: Option<&str>) -> Option<String> {
+    let words: Vec<&str> = text?
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|word| !word.is_empty())
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
 pub(crate) fn client() -> Result<reqwest::Client, IngestError> {
     reqwest::Client::builder()
         .timeout(FETCH_TIMEOUT)

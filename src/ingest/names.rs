@@ -109,6 +109,7 @@ mod tests {
         ImportedTool {
             operation_id: operation_id.to_owned(),
             name: operation_id.to_owned(),
+            title: None,
             description: String::new(),
             method: "GET".to_owned(),
             path: "/".to_owned(),

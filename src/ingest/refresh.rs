@@ -136,6 +136,7 @@ pub fn apply(
             if !overridden_description {
                 tool.description = upstream.description.clone();
             }
+            tool.title = upstream.title.clone();
             tool.method = Some(upstream.method.clone());
             tool.path = Some(upstream.path.clone());
             tool.tags = upstream.tags.clone();
@@ -172,6 +173,10 @@ fn bounded(tool: &ImportedTool) -> ImportedTool {
     let cut = |text: &str, max: usize| text.chars().take(max).collect::<String>();
     ImportedTool {
         name: cut(&tool.name, MAX_NAME_CHARS),
+        title: tool
+            .title
+            .as_deref()
+            .map(|title| cut(title, MAX_NAME_CHARS)),
         description: cut(&tool.description, MAX_DESCRIPTION_CHARS),
         ..tool.clone()
     }
@@ -189,6 +194,7 @@ fn new_tool(
         source_id: source_id.to_owned(),
         operation_id: upstream.operation_id.clone(),
         name: upstream.name.clone(),
+        title: upstream.title.clone(),
         description: upstream.description.clone(),
         method: Some(upstream.method.clone()),
         path: Some(upstream.path.clone()),
@@ -223,6 +229,7 @@ mod tests {
         ImportedTool {
             operation_id: op.to_owned(),
             name: op.to_owned(),
+            title: Some(format!("{op} title")),
             description: description.to_owned(),
             method: "GET".to_owned(),
             path: format!("/{op}"),
@@ -288,6 +295,26 @@ mod tests {
         )
         .unwrap();
         assert!(!s.changed());
+    }
+
+    #[test]
+    fn the_title_follows_the_upstream() {
+        let mut c = catalog();
+        apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
+        assert_eq!(c.tools[0].title.as_deref(), Some("a title"));
+        let retitled = ImportedTool {
+            title: Some("Another".into()),
+            ..upstream("a", "A")
+        };
+        let s = apply(&mut c, "s", &import(&[retitled]), &stamp()).unwrap();
+        assert_eq!(s.updated, 1);
+        assert_eq!(c.tools[0].title.as_deref(), Some("Another"));
+        let untitled = ImportedTool {
+            title: None,
+            ..upstream("a", "A")
+        };
+        apply(&mut c, "s", &import(&[untitled]), &stamp()).unwrap();
+        assert_eq!(c.tools[0].title, None);
     }
 
     #[test]

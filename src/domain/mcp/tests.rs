@@ -111,7 +111,7 @@ fn snapshot() -> Snapshot {
         "sources": [{"id": "billing", "name": "billing-api", "type": "manual"}],
         "tools": [
             {"source_id": "billing", "operation_id": "list_invoices", "name": "list_invoices",
-             "description": "List invoices", "tags": ["read-only", "idempotent"],
+             "title": "List invoices", "description": "List invoices", "tags": ["read-only", "idempotent"],
              "input_schema": {"type": "object", "properties": {"limit": {"type": "integer"}}},
              "output_schema": {"type": "object", "properties": {"items": {"type": "array"}}}},
             {"source_id": "billing", "operation_id": "refund", "name": "refund",
@@ -155,7 +155,7 @@ fn tool_objects_carry_the_id_and_only_the_hints_tags_assert() {
     assert_eq!(
         tools,
         json!([
-            {"name": "billing.list_invoices", "title": "list_invoices",
+            {"name": "billing.list_invoices", "title": "List invoices",
              "description": "List invoices",
              "inputSchema": {"type": "object", "properties": {"limit": {"type": "integer"}}},
              "outputSchema": {"type": "object", "properties": {"items": {"type": "array"}}},
@@ -172,7 +172,7 @@ fn tool_objects_carry_the_id_and_only_the_hints_tags_assert() {
              "_meta": {TOOL_ID_META: "billing:refund"}}
         ]),
         "manifest order (by id); the disabled tool is not listed; a non-object output schema \
-         is left out"
+         is left out; the title, else the name"
     );
 }
 

@@ -111,7 +111,7 @@ pub fn request_shape(document: &Value, method: &str, path: &str) -> Result<Reque
         operation,
         path_parameters: item.get("parameters").and_then(Value::as_array),
     };
-    let credentials = operation::credential_parameters(root);
+    let credentials = operation::credentials(root);
     let mut parameters = Vec::new();
     for input in operation::inputs(&resolver, &credentials, &op, &at)? {
         let location = ParameterLocation::parse(input.location)

@@ -25,7 +25,7 @@ mod schema;
 pub use binding::{BodyBinding, ParameterBinding, ParameterLocation, RequestShape, request_shape};
 pub use document::parse_document;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ pub const MAX_IMPORT_TIME: Duration = Duration::from_secs(30);
 struct Importer<'d> {
     resolver: Resolver<'d>,
     budget: ImportBudget,
-    credentials: HashSet<(String, String)>,
+    credentials: operation::Credentials,
     /// Distinct schemas by BLAKE3 of their JSON, and the nodes they hold in all.
     shared: HashMap<blake3::Hash, Arc<Value>>,
     kept_nodes: usize,
@@ -93,7 +93,7 @@ pub fn tools_from_document(document: &Value) -> Result<Import, IngestError> {
     let mut importer = Importer {
         resolver: Resolver { root: document },
         budget: ImportBudget::new(MAX_IMPORT_WORK, Instant::now() + MAX_IMPORT_TIME),
-        credentials: operation::credential_parameters(root),
+        credentials: operation::credentials(root),
         shared: HashMap::new(),
         kept_nodes: 0,
     };
@@ -186,6 +186,7 @@ pub fn tools_from_document(document: &Value) -> Result<Import, IngestError> {
             seen.insert(operation_id.clone(), at.clone());
             import.tools.push(ImportedTool {
                 name: operation_id.clone(),
+                title: super::title(operation.get("summary").and_then(Value::as_str)),
                 description: description(operation, &at),
                 operation_id,
                 method: upper(method),

@@ -3,8 +3,10 @@
 //! - `input_schema`: an object with one property per path, query and header parameter and
 //!   `body` for the request body; path parameters and required ones are `required`.
 //!   Credentials are not agent input: cookie parameters, parameters that the document's
-//!   `securitySchemes` define (an `apiKey` in a header, query or cookie), and
-//!   `Authorization`-like headers are left out (the source's configured headers carry them).
+//!   `securitySchemes` define (an `apiKey` in a header, query or cookie),
+//!   `Authorization`-like headers, and a `token` or `access_token` query parameter of an
+//!   operation that requires security (OAuth's RFC 6750 section 2.3 form, which Slack's Web
+//!   API uses for its OAuth scheme) are left out (the source's configured headers carry them).
 //!   Two parameters of one name in different places (a path `id` and a query `id`) are both
 //!   kept: the first in path, query, header order keeps the name, the others become
 //!   `{in}_{name}`.
@@ -38,14 +40,27 @@ const CREDENTIAL_HEADERS: [&str; 9] = [
     "x-access-token",
 ];
 
-/// The `(in, name)` of every `apiKey` security scheme of the document (header names
-/// lowercase: HTTP header names are case-insensitive).
-pub(super) fn credential_parameters(root: &Map<String, Value>) -> HashSet<(String, String)> {
+/// Query parameter names that carry a bearer token (RFC 6750 section 2.3, and Slack's) when the
+/// operation requires security.
+const CREDENTIAL_QUERY: [&str; 2] = ["access_token", "token"];
+
+/// What makes a parameter a credential in one document.
+pub(super) struct Credentials {
+    /// The `(in, name)` of every `apiKey` security scheme (header names lowercase: HTTP header
+    /// names are case-insensitive).
+    api_keys: HashSet<(String, String)>,
+    /// The document's top-level `security` requires something: operations without their own
+    /// `security` inherit it.
+    secured_by_default: bool,
+}
+
+/// The credentials of the document whose root is `root`.
+pub(super) fn credentials(root: &Map<String, Value>) -> Credentials {
     let schemes = root
         .get("components")
         .and_then(|c| c.get("securitySchemes"))
         .and_then(Value::as_object);
-    let mut credentials = HashSet::new();
+    let mut api_keys = HashSet::new();
     for scheme in schemes.into_iter().flat_map(Map::values) {
         if scheme.get("type").and_then(Value::as_str) != Some("apiKey") {
             continue;
@@ -54,10 +69,42 @@ pub(super) fn credential_parameters(root: &Map<String, Value>) -> HashSet<(Strin
             scheme.get("in").and_then(Value::as_str),
             scheme.get("name").and_then(Value::as_str),
         ) {
-            credentials.insert((location.to_owned(), normalized(location, name)));
+            api_keys.insert((location.to_owned(), normalized(location, name)));
         }
     }
-    credentials
+    Credentials {
+        api_keys,
+        secured_by_default: requires_security(root.get("security")),
+    }
+}
+
+impl Credentials {
+    fn cover(&self, op: &Operation<'_>, location: &str, name: &str) -> bool {
+        let secured = match op.operation.get("security") {
+            Some(own) => requires_security(Some(own)),
+            None => self.secured_by_default,
+        };
+        (location == "header" && CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+            || (location == "query"
+                && secured
+                && CREDENTIAL_QUERY.contains(&name.to_ascii_lowercase().as_str()))
+            || self
+                .api_keys
+                .contains(&(location.to_owned(), normalized(location, name)))
+    }
+}
+
+/// A `security` list that requires something: at least one requirement, and none of them the
+/// empty one (`{}` makes security optional).
+fn requires_security(security: Option<&Value>) -> bool {
+    security
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            !list.is_empty()
+                && list
+                    .iter()
+                    .all(|requirement| requirement.as_object().is_some_and(|r| !r.is_empty()))
+        })
 }
 
 fn normalized(location: &str, name: &str) -> String {
@@ -144,7 +191,7 @@ impl<'d> Importer<'d> {
 /// the importer and the request builder (`super::binding`) both follow.
 pub(super) fn inputs<'d>(
     resolver: &Resolver<'d>,
-    credentials: &HashSet<(String, String)>,
+    credentials: &Credentials,
     op: &Operation<'d>,
     at: &str,
 ) -> Result<Vec<Input<'d>>, String> {
@@ -171,7 +218,7 @@ pub(super) fn inputs<'d>(
             let Some(name) = parameter.get("name").and_then(Value::as_str) else {
                 return Err(format!("a {location} parameter has no name"));
             };
-            if is_credential(credentials, location, name) {
+            if credentials.cover(op, location, name) {
                 continue;
             }
             let mut property = name.to_owned();
@@ -207,11 +254,6 @@ pub(super) fn inputs<'d>(
         }
     }
     Ok(inputs)
-}
-
-fn is_credential(credentials: &HashSet<(String, String)>, location: &str, name: &str) -> bool {
-    (location == "header" && CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
-        || credentials.contains(&(location.to_owned(), normalized(location, name)))
 }
 
 fn input_schema(

@@ -39,6 +39,25 @@ fn generated_ids_are_method_and_path_slug() {
 }
 
 #[test]
+fn summaries_become_one_line_titles() {
+    let ok = json!({"responses": {"200": {"description": "ok"}}});
+    let with = |summary: Value| {
+        let mut op = ok.clone();
+        op["operationId"] = json!("op");
+        if !summary.is_null() {
+            op["summary"] = summary;
+        }
+        let imported = import(json!({"openapi": "3.0.3", "paths": {"/x": {"get": op}}}));
+        tool(&imported, "op").title.clone()
+    };
+    assert_eq!(with(json!("Get a repository")), Some("Get a repository".into()));
+    assert_eq!(with(json!("  List\n\tall  pets\r\n")), Some("List all pets".into()));
+    assert_eq!(with(json!(" \n ")), None);
+    assert_eq!(with(json!(7)), None);
+    assert_eq!(with(Value::Null), None);
+}
+
+#[test]
 fn swagger_2_is_rejected() {
     let error = tools_from_document(&json!({"swagger": "2.0", "paths": {}})).unwrap_err();
     assert!(error.to_string().contains("Swagger 2.0"), "{error}");
@@ -147,6 +166,45 @@ fn form_multipart_and_any_bodies_become_inputs_with_their_media_type() {
         object,
         "JSON is preferred and needs no media type"
     );
+}
+
+/// A `token`/`access_token` query parameter is a credential only where the operation requires
+/// security (its own `security`, else the document's); `{}` in the list makes it optional.
+#[test]
+fn query_tokens_are_credentials_of_secured_operations_only() {
+    let cases = [
+        (None, None, false),
+        (Some(json!([{"oauth": []}])), None, true),
+        (None, Some(json!([{"oauth": ["read"]}])), true),
+        (Some(json!([{"oauth": []}])), Some(json!([])), false),
+        (Some(json!([{"oauth": []}, {}])), None, false),
+        (None, Some(json!([{"oauth": []}, {}])), false),
+        (Some(json!([])), Some(json!([{"bearer": []}])), true),
+    ];
+    for (root_security, op_security, dropped) in cases {
+        let mut operation = json!({"operationId": "m", "parameters": [
+            {"name": "token", "in": "query", "schema": {"type": "string"}},
+            {"name": "Access_Token", "in": "query", "schema": {"type": "string"}},
+            {"name": "cursor", "in": "query", "schema": {"type": "string"}}
+        ]});
+        if let Some(security) = &op_security {
+            operation["security"] = security.clone();
+        }
+        let mut document = json!({"openapi": "3.0.3", "paths": {"/m": {"get": operation}}});
+        if let Some(security) = &root_security {
+            document["security"] = security.clone();
+        }
+        let imported = import(document);
+        let properties = tool(&imported, "m").input_schema["properties"].clone();
+        let mut names: Vec<&String> = properties.as_object().expect("properties").keys().collect();
+        names.sort();
+        let expected: &[&str] = if dropped {
+            &["cursor"]
+        } else {
+            &["Access_Token", "cursor", "token"]
+        };
+        assert_eq!(names, expected, "root {root_security:?}, operation {op_security:?}");
+    }
 }
 
 #[test]
@@ -272,7 +330,7 @@ fn operations_past_the_import_budget_are_skipped_and_reported() {
     let mut importer = Importer {
         resolver: Resolver { root: &document },
         budget: ImportBudget::new(1_000, Instant::now() - Duration::from_secs(1)),
-        credentials: operation::credential_parameters(root),
+        credentials: operation::credentials(root),
         shared: HashMap::new(),
         kept_nodes: 0,
     };
