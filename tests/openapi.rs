@@ -252,6 +252,24 @@ fn resolve<'d>(document: &'d Value, schema: &'d Value) -> &'d Value {
 /// declared, every required key is present.
 fn assert_fits(document: &Value, schema: &Value, value: &Value, at: &str) {
     let schema = resolve(document, schema);
+    if let Some(parts) = schema["allOf"].as_array() {
+        // Every part holds: checked as one object with all their properties and requirements.
+        let mut merged = json!({"type": "object", "properties": {}, "required": []});
+        for part in parts {
+            let part = resolve(document, part);
+            assert_type(part, value, at);
+            for (key, property) in part["properties"].as_object().into_iter().flatten() {
+                merged["properties"][key] = property.clone();
+            }
+            for required in part["required"].as_array().into_iter().flatten() {
+                merged["required"]
+                    .as_array_mut()
+                    .expect("an array")
+                    .push(required.clone());
+            }
+        }
+        return assert_fits(document, &merged, value, at);
+    }
     assert_type(schema, value, at);
     if let Some(branches) = schema["oneOf"]
         .as_array()
@@ -457,6 +475,30 @@ async fn real_responses_fit_their_documented_schemas() {
             "/admin/policies",
             Some(json!({"name": "p", "claim_matchers": [{"json_path": "a", "operator": "eq"}]})),
             422,
+        ),
+        (
+            "/admin/sources",
+            Method::POST,
+            "/admin/sources",
+            Some(json!({"id": "pets", "name": "pets", "type": "openapi", "config": {"spec":
+                {"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
+                 "paths": {"/pets": {"get": {"operationId": "listPets"}},
+                           "/x": {"get": {"operationId": "listPets"}}}}}})),
+            201,
+        ),
+        (
+            "/admin/sources/{id}/refresh",
+            Method::POST,
+            "/admin/sources/pets/refresh",
+            None,
+            200,
+        ),
+        (
+            "/admin/sources/{id}",
+            Method::GET,
+            "/admin/sources/pets",
+            None,
+            200,
         ),
         (
             "/admin/audit",

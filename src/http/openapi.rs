@@ -166,6 +166,7 @@ fn components() -> Components {
     collect::<admin::impact::ImpactBody>(&mut schemas);
     collect::<crate::service::impact::ImpactReport>(&mut schemas);
     collect::<admin::refresh::RefreshReply>(&mut schemas);
+    collect::<crate::service::RefreshStatus>(&mut schemas);
     collect::<bodies::Manifest>(&mut schemas);
     collect::<bodies::GroupMembers>(&mut schemas);
     collect::<bodies::CatalogReplaced>(&mut schemas);

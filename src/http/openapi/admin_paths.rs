@@ -5,7 +5,9 @@ use std::borrow::Cow;
 
 use utoipa::openapi::path::{HttpMethod, PathItem, PathItemBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type,
+};
 use utoipa::openapi::{ContentBuilder, RefOr, Required, ResponseBuilder};
 use utoipa::{PartialSchema, ToSchema};
 
@@ -16,7 +18,8 @@ use super::{
 };
 use crate::domain::model::Catalog;
 use crate::http::admin::{self, Collection, REVISION_HEADER};
-use crate::service::ListFilter;
+use crate::ingest::refresh::RefreshSummary;
+use crate::service::{ListFilter, RefreshStatus};
 
 pub(super) fn page_name(collection: &Collection) -> String {
     format!("{}Page", (collection.schema_name)())
@@ -68,6 +71,20 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
             .content(JSON, json_content(entity()))
             .header(REVISION_HEADER.as_str(), revision_header())
     };
+    // A source's answers carry one more key than the entity: `import` on create (what the
+    // import did), `refresh` on get (how this instance's refreshes went).
+    let is_sources = collection.kind == crate::store::EntityKind::Sources;
+    let source_response = |description: &str, key: &str, schema: RefOr<Schema>, about: &str| {
+        let with_key = AllOfBuilder::new().item(entity()).item(
+            ObjectBuilder::new()
+                .property(key, schema)
+                .description(Some(about)),
+        );
+        ResponseBuilder::new()
+            .description(description)
+            .content(JSON, json_content(with_key.into()))
+            .header(REVISION_HEADER.as_str(), revision_header())
+    };
 
     let mut list = admin_operation(
         &format!("list_{kind}"),
@@ -107,7 +124,17 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
     .request_body(Some(entity_body(&format!("The new {noun}."))))
     .response(
         "201",
-        entity_response(&format!("The stored {noun}.")).header(
+        if is_sources {
+            source_response(
+                "The stored source; an `openapi` or `mcp` source also says what its import did.",
+                "import",
+                schema_ref::<RefreshSummary>(),
+                "Present for a source whose tools were imported on creation.",
+            )
+        } else {
+            entity_response(&format!("The stored {noun}."))
+        }
+        .header(
             "Location",
             header_object(&format!("`/admin/{kind}/{{id}}`.")),
         ),
@@ -121,7 +148,19 @@ pub(super) fn collection_paths(collection: &Collection) -> (PathItem, PathItem) 
 
     let read = admin_operation(&format!("get_{noun}"), kind, &format!("Get a {noun}"), "")
         .parameter(id_parameter(noun))
-        .response("200", entity_response(&format!("The {noun}.")));
+        .response(
+            "200",
+            if is_sources {
+                source_response(
+                    "The source, and how its refreshes went on this instance.",
+                    "refresh",
+                    schema_ref::<RefreshStatus>(),
+                    "Present once this instance has tried to refresh the source.",
+                )
+            } else {
+                entity_response(&format!("The {noun}."))
+            },
+        );
     let read = problems(read, &[404]);
 
     let replace = admin_operation(
