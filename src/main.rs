@@ -5,6 +5,11 @@ use std::process::ExitCode;
 use toolgate::cli::{self, Command};
 use toolgate::{server, telemetry};
 
+/// mimalloc gives freed memory back to the system (after a short delay), where glibc's malloc
+/// kept the peak of a large import or a flood of distinct manifests resident after it was freed.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     match run() {
         Ok(code) => code,

@@ -244,7 +244,9 @@ async fn a_client_that_accepts_zstd_or_gzip_gets_the_compressed_manifest_made_on
         };
         assert!(decoded == plain.body, "the same manifest, byte for byte");
     }
-    let refused = get("gzip;q=0, zstd;q=0, identity", None).await.expect("request");
+    let refused = get("gzip;q=0, zstd;q=0, identity", None)
+        .await
+        .expect("request");
     assert_eq!(refused.headers().get("content-encoding"), None);
     // Every tag names the same content: 304 whichever coding the client holds.
     for (accept, tag) in [

@@ -497,7 +497,11 @@ async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
     let other = again(full.header("etag").expect("etag").to_owned())
         .await
         .expect("request");
-    assert_eq!(other.status(), StatusCode::OK, "the full tag is another body");
+    assert_eq!(
+        other.status(),
+        StatusCode::OK,
+        "the full tag is another body"
+    );
 
     let mut stream = SseClient::connect(&gateway, "/agents/tools/stream?fields=name", &token).await;
     let first = stream.event(WAIT).await;
@@ -521,7 +525,9 @@ async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
         json!([{"tool_id": "billing:list_invoices", "name": "invoices"}])
     );
 
-    let unknown = gateway.get("/agents/tools?fields=name,schema", &token).await;
+    let unknown = gateway
+        .get("/agents/tools?fields=name,schema", &token)
+        .await;
     assert_eq!(
         unknown.problem(400)["detail"],
         json!(

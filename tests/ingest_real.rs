@@ -229,7 +229,11 @@ async fn slack_tokens_are_credentials_not_inputs() {
         .unwrap_or_default();
     names.sort_unstable();
     assert_eq!(names, ["cursor", "enterprise_id", "limit", "team_id"]);
-    assert_eq!(list["input_schema"].get("required"), None, "token was the only required one");
+    assert_eq!(
+        list["input_schema"].get("required"),
+        None,
+        "token was the only required one"
+    );
     for tool in &tools {
         let mut all = Vec::new();
         keys(&tool["input_schema"], &mut all);
@@ -286,7 +290,12 @@ async fn github_operation_ids_get_safe_stable_names_and_titles() {
     let reply = gateway
         .get("/admin/tools/github:meta%2Fget-zen", &Gateway::admin())
         .await;
-    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
     assert_eq!(reply.json()["id"], json!("github:meta/get-zen"));
     // A second import of the same document names everything the same.
     let again = import(&gateway, "github2", spec).await;
@@ -318,7 +327,12 @@ async fn patching_twilios_spec_reimports_it_in_the_same_revision() {
             Some(json!({"config": {"spec": smaller}})),
         )
         .await;
-    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
     let revision = reply
         .header("x-catalog-revision")
         .and_then(|r| r.parse::<u64>().ok())
@@ -362,5 +376,8 @@ async fn patching_twilios_spec_reimports_it_in_the_same_revision() {
             ("ListMessage", false),
         ]
     );
-    assert_eq!(revision, 2, "the create was revision 1; the edit and its import are one");
+    assert_eq!(
+        revision, 2,
+        "the create was revision 1; the edit and its import are one"
+    );
 }

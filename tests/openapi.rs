@@ -480,10 +480,12 @@ async fn real_responses_fit_their_documented_schemas() {
             "/admin/sources",
             Method::POST,
             "/admin/sources",
-            Some(json!({"id": "pets", "name": "pets", "type": "openapi", "config": {"spec":
+            Some(
+                json!({"id": "pets", "name": "pets", "type": "openapi", "config": {"spec":
                 {"openapi": "3.0.3", "info": {"title": "t", "version": "1"},
                  "paths": {"/pets": {"get": {"operationId": "listPets"}},
-                           "/x": {"get": {"operationId": "listPets"}}}}}})),
+                           "/x": {"get": {"operationId": "listPets"}}}}}}),
+            ),
             201,
         ),
         (

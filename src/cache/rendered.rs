@@ -33,7 +33,8 @@ impl Coding {
         match self {
             Coding::Zstd => zstd::stream::encode_all(body, ZSTD_LEVEL),
             Coding::Gzip => {
-                let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+                let mut encoder =
+                    flate2::write::GzEncoder::new(out, flate2::Compression::default());
                 encoder.write_all(body).and_then(|()| encoder.finish())
             }
         }
@@ -158,7 +159,11 @@ mod tests {
             );
             assert_eq!(decode(coding, &compressed), body, "{coding:?}");
         }
-        assert_eq!(rendered.weight(), weight, "the forms were counted from the start");
+        assert_eq!(
+            rendered.weight(),
+            weight,
+            "the forms were counted from the start"
+        );
     }
 
     #[test]

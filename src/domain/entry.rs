@@ -259,7 +259,6 @@ impl ToolEntry {
             .filter(move |&i| self.starts[i] != 0 && fields.contains(Field::ALL[i]))
             .map(move |i| &bytes[self.starts[i] as usize..ends[i]])
     }
-
 }
 
 /// The first 128 bits of a hash: plenty to tell entries and manifests apart.

@@ -235,12 +235,7 @@ impl<'s> Manifest<'s> {
         let entries: usize = self
             .entries
             .iter()
-            .map(|entry| {
-                self.snapshot
-                    .tool_entry(entry.tool as usize)
-                    .prefix_len()
-                    + 48
-            })
+            .map(|entry| self.snapshot.tool_entry(entry.tool as usize).prefix_len() + 48)
             .sum();
         let groups: usize = self
             .group_lists
@@ -275,7 +270,11 @@ fn etag(
     }
     let with_groups = fields.contains(Field::Groups);
     for entry in entries {
-        laid_out.extend_from_slice(&snapshot.tool_entry(entry.tool as usize).content_hash(fields));
+        laid_out.extend_from_slice(
+            &snapshot
+                .tool_entry(entry.tool as usize)
+                .content_hash(fields),
+        );
         if !with_groups {
             continue;
         }

@@ -49,8 +49,10 @@ impl AgentQuery {
             }
         }
         if pairs.iter().any(|(key, _)| key == "fields") {
-            query.options.fields = Fields::parse(fields.iter().map(String::as_str))
-                .map_err(|unknown| ApiError::Malformed(format!("query parameter 'fields': {unknown}")))?;
+            query.options.fields =
+                Fields::parse(fields.iter().map(String::as_str)).map_err(|unknown| {
+                    ApiError::Malformed(format!("query parameter 'fields': {unknown}"))
+                })?;
         }
         Ok(query)
     }
@@ -206,12 +208,10 @@ fn manifest_response(
     )
         .into_response();
     if let Some(coding) = coding {
-        response
-            .headers_mut()
-            .insert(
-                header::CONTENT_ENCODING,
-                HeaderValue::from_static(coding.as_str()),
-            );
+        response.headers_mut().insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.as_str()),
+        );
     }
     response
 }

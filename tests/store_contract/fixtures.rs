@@ -38,6 +38,7 @@ pub fn tool(id: &str) -> Tool {
         source_id: "billing".to_owned(),
         operation_id: id.to_owned(),
         name: format!("{id} tool"),
+        title: Some("Refund a payment".to_owned()),
         description: "refunds a payment".to_owned(),
         method: Some("POST".to_owned()),
         path: Some("/payments/{id}/refund".to_owned()),

@@ -11,6 +11,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+use toolgate::domain::entry::{Field, Fields};
 use toolgate::domain::manifest::ManifestOptions;
 use toolgate::domain::model::{
     AccessPolicy, Catalog, ClaimMatcher, Label, Selector, Source, Tool, ToolGroup,
@@ -430,12 +431,30 @@ pub fn options_strategy() -> impl Strategy<Value = ManifestOptions> {
             0..=2,
         ),
     );
-    (prop::bool::weighted(0.3), groups, state, tools).prop_map(
-        |(include_disabled, groups, state, tools)| ManifestOptions {
+    // Mostly every field; sometimes a few (`fields=`), which narrows entries, never the list.
+    let fields = prop::option::weighted(
+        0.2,
+        prop::collection::vec(
+            prop::sample::select(
+                Field::ALL
+                    .iter()
+                    .map(|field| field.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            0..4,
+        ),
+    )
+    .prop_map(|names| match names {
+        Some(names) => Fields::parse(names).expect("every name is a field"),
+        None => Fields::ALL,
+    });
+    (prop::bool::weighted(0.3), groups, state, tools, fields).prop_map(
+        |(include_disabled, groups, state, tools, fields)| ManifestOptions {
             include_disabled,
             groups: groups.map(|g| g.into_iter().map(str::to_owned).collect()),
             state: state.map(str::to_owned),
             tools: tools.map(|t| t.into_iter().map(str::to_owned).collect()),
+            fields,
         },
     )
 }

@@ -97,14 +97,12 @@ impl Credentials {
 /// A `security` list that requires something: at least one requirement, and none of them the
 /// empty one (`{}` makes security optional).
 fn requires_security(security: Option<&Value>) -> bool {
-    security
-        .and_then(Value::as_array)
-        .is_some_and(|list| {
-            !list.is_empty()
-                && list
-                    .iter()
-                    .all(|requirement| requirement.as_object().is_some_and(|r| !r.is_empty()))
-        })
+    security.and_then(Value::as_array).is_some_and(|list| {
+        !list.is_empty()
+            && list
+                .iter()
+                .all(|requirement| requirement.as_object().is_some_and(|r| !r.is_empty()))
+    })
 }
 
 fn normalized(location: &str, name: &str) -> String {

@@ -50,8 +50,14 @@ fn summaries_become_one_line_titles() {
         let imported = import(json!({"openapi": "3.0.3", "paths": {"/x": {"get": op}}}));
         tool(&imported, "op").title.clone()
     };
-    assert_eq!(with(json!("Get a repository")), Some("Get a repository".into()));
-    assert_eq!(with(json!("  List\n\tall  pets\r\n")), Some("List all pets".into()));
+    assert_eq!(
+        with(json!("Get a repository")),
+        Some("Get a repository".into())
+    );
+    assert_eq!(
+        with(json!("  List\n\tall  pets\r\n")),
+        Some("List all pets".into())
+    );
     assert_eq!(with(json!(" \n ")), None);
     assert_eq!(with(json!(7)), None);
     assert_eq!(with(Value::Null), None);
@@ -203,7 +209,10 @@ fn query_tokens_are_credentials_of_secured_operations_only() {
         } else {
             &["Access_Token", "cursor", "token"]
         };
-        assert_eq!(names, expected, "root {root_security:?}, operation {op_security:?}");
+        assert_eq!(
+            names, expected,
+            "root {root_security:?}, operation {op_security:?}"
+        );
     }
 }
 

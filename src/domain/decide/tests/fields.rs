@@ -70,7 +70,10 @@ fn every_subset_is_the_full_manifest_with_the_other_keys_taken_out() {
             expected["etag"] = json!(tag);
             assert_eq!(narrowed, expected, "fields {names:?}, preview {preview}");
             assert_eq!(tag == full_tag, fields.is_all(), "{names:?}");
-            assert!(tags.insert(tag), "every fields set has its own tag: {names:?}");
+            assert!(
+                tags.insert(tag),
+                "every fields set has its own tag: {names:?}"
+            );
         }
     }
 }
