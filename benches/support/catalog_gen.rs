@@ -427,6 +427,7 @@ fn generate_tool(source_id: &str, verb: &str, method: &str, noun: &str, rng: &mu
         operation_id: name.clone(),
         description: format!("{} {noun} via {source_id}", capitalise(verb)),
         name,
+        title: None,
         method: Some(method.to_owned()),
         path: Some(path),
         tags,
