@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refreshes tests/conformance/ from the team's shared cases (../shared/conformance), when the
 # repository sits beside them. The tests only ever read the copy in the repository, so that a
-# plain clone builds and passes on its own; tests/conformance_core.rs fails while the copy
+# plain clone builds and passes on its own; tests/it/conformance_core.rs fails while the copy
 # differs from the shared cases it can see.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,7 @@
 //!
 //! What reaches a line is what spans and events record, and the code records identities only
 //! as hashes ([`crate::http::extract::subject_hash`]): never a token, a claim value or a
-//! request body. `tests/log_hygiene.rs` holds the server to that at the most verbose level.
+//! request body. `tests/it/log_hygiene.rs` holds the server to that at the most verbose level.
 
 use std::io::IsTerminal as _;
 

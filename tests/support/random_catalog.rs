@@ -1,5 +1,5 @@
-//! Random catalogs, claims and request options for property tests (`tests/decision_model.rs`,
-//! `tests/decisions.rs`), drawn from small vocabularies so that matches, ties, dangling
+//! Random catalogs, claims and request options for property tests (`tests/it/decision_model.rs`,
+//! `tests/it/decisions.rs`), drawn from small vocabularies so that matches, ties, dangling
 //! references and absent claims are all common, and from the classes of input that once failed
 //! open: policies on "volatile" claims (`sid`, `jti`, `iat`), `""` and `**` patterns, `?` before
 //! a multi-byte character, numbers written `+2` or `02`.

@@ -3,7 +3,7 @@
 //!
 //! The request types below exist only for the document (the handlers read bodies as JSON, to
 //! name each problem's field path and to ignore unknown keys, as AuthZEN says); the response
-//! types are the ones sent ([`crate::http::authzen::reply`]). `tests/openapi.rs` checks real
+//! types are the ones sent ([`crate::http::authzen::reply`]). `tests/it/openapi.rs` checks real
 //! answers against both.
 
 #![allow(dead_code)]

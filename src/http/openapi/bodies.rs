@@ -3,7 +3,7 @@
 //! small `json!` bodies of the admin and ops endpoints.
 //!
 //! These types exist only for the OpenAPI document and are never built. What keeps them honest
-//! is the tests: `manifest_schemas_match_the_rendered_bytes` below, and `tests/openapi.rs`, which
+//! is the tests: `manifest_schemas_match_the_rendered_bytes` below, and `tests/it/openapi.rs`, which
 //! checks real responses of a running gateway against the served document.
 
 #![allow(dead_code)]

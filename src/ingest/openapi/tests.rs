@@ -1,5 +1,5 @@
 //! The document → tools rules, on small documents written to show one rule each (real
-//! documents are in `tests/fixtures/openapi/`, used by `tests/ingest_real.rs`).
+//! documents are in `tests/fixtures/openapi/`, used by `tests/it/ingest_real.rs`).
 
 use serde_json::{Value, json};
 
