@@ -6,7 +6,6 @@
 //! not on the hot path, so clarity wins over speed here.
 
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::claims::Claims;
 use super::decide::{ClaimEvaluation, Decision};
@@ -14,7 +13,7 @@ use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::{CompiledGroup, Snapshot};
 
 /// The whole story for one set of claims.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     /// Every policy of the catalog, in evaluation order (priority, highest first); inactive
     /// policies last.
@@ -25,7 +24,7 @@ pub struct Explanation {
     pub tools: Vec<ToolExplanation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicyExplanation {
     pub policy_id: String,
     pub name: String,
@@ -37,19 +36,18 @@ pub struct PolicyExplanation {
     pub failed_matcher: Option<FailedMatcher>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FailedMatcher {
     /// Position in `claim_matchers`.
     pub index: usize,
     pub json_path: String,
-    #[schema(schema_with = super::model::operator_schema)]
     pub operator: String,
     /// Whether the claim was present at all (absent claims fail every operator but
     /// `not_exists`).
     pub claim_present: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupExplanation {
     pub group_id: String,
     pub name: String,
@@ -64,7 +62,7 @@ pub struct GroupExplanation {
 }
 
 /// One member of a group and what brought it in.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupMember {
     pub tool_id: String,
     pub name: String,
@@ -73,11 +71,10 @@ pub struct GroupMember {
     pub via: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolExplanation {
     pub tool_id: String,
     /// `granted` or `denied`.
-    #[schema(schema_with = decision_schema)]
     pub decision: &'static str,
     /// The priority of the level that decided.
     pub priority: i64,
@@ -90,29 +87,20 @@ pub struct ToolExplanation {
     pub visible: bool,
     /// Why it is not visible, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = hidden_because_schema)]
     pub hidden_because: Option<&'static str>,
     /// Whether it is in the manifest computed with the request's options.
     pub in_manifest: bool,
 }
 
 /// The values of [`ToolExplanation::decision`].
-const DECISIONS: [&str; 2] = ["granted", "denied"];
+pub const DECISIONS: [&str; 2] = ["granted", "denied"];
 /// The values of [`ToolExplanation::hidden_because`], in the order they are checked.
-const HIDDEN_BECAUSE: [&str; 4] = [
+pub const HIDDEN_BECAUSE: [&str; 4] = [
     "disabled",
     "deprecated",
     "source missing",
     "source disabled",
 ];
-
-fn decision_schema() -> utoipa::openapi::schema::Object {
-    super::model::text_choice(DECISIONS)
-}
-
-fn hidden_because_schema() -> utoipa::openapi::schema::Object {
-    super::model::text_choice(HIDDEN_BECAUSE)
-}
 
 /// A manifest together with its explanation.
 pub struct Explained<'s> {

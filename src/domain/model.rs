@@ -11,7 +11,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
 
 fn yes() -> bool {
     true
@@ -29,41 +28,19 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
-/// A text field that takes one of `values`, for the OpenAPI schema. The model keeps such fields
-/// as plain text (an unknown value is a 422 with a field path), so the choice is documented
-/// here rather than by a Rust enum.
-pub(super) fn text_choice<'v>(
-    values: impl IntoIterator<Item = &'v str>,
-) -> utoipa::openapi::schema::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(values))
-        .build()
-}
-
-fn source_type_schema() -> utoipa::openapi::schema::Object {
-    text_choice(SOURCE_TYPES)
-}
-
-pub(super) fn operator_schema() -> utoipa::openapi::schema::Object {
-    text_choice(super::operator::Operator::ALL.iter().map(|(name, _)| *name))
-}
-
 /// Where tools come from. `type` is kept as text so that an unknown type is a validation error
 /// with a field path (422), not a parse failure (400).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
     #[serde(default)]
     pub id: String,
     pub name: String,
     #[serde(rename = "type")]
-    #[schema(schema_with = source_type_schema)]
     pub source_type: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default = "yes")]
-    #[schema(default = true)]
     pub enabled: bool,
     /// Type-specific settings (a spec URL, an MCP endpoint, a tool-service descriptor…),
     /// interpreted by the importer of that type. Write-only values (every value under
@@ -92,7 +69,7 @@ pub const SOURCE_TOOL_SERVICE: &str = "tool-service";
 ///
 /// `id` defaults to `"{source_id}:{operation_id}"`; [`Catalog::normalize`] fills it in, so code
 /// past normalisation may rely on it being set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tool {
     #[serde(default)]
@@ -121,14 +98,11 @@ pub struct Tool {
     /// catalog, and copying, comparing (`Arc` equality looks at the pointer first) and
     /// dropping a shared schema costs nothing.
     #[serde(default = "empty_object_schema")]
-    #[schema(value_type = Object)]
     pub input_schema: Arc<Value>,
     /// A JSON Schema object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
     pub output_schema: Option<Arc<Value>>,
     #[serde(default = "yes")]
-    #[schema(default = true)]
     pub enabled: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub deprecated: bool,
@@ -145,7 +119,6 @@ pub struct Tool {
     /// (seed 001's `collection`, `style`…). Passed to the service, never shown to agents: the
     /// manifest entry is built from explicit fields that do not include it.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
-    #[schema(value_type = Object)]
     pub service_config: Map<String, Value>,
     /// For tools of a `tool-service` source: the arguments the LLM supplies. They define the
     /// tool's `input_schema` ([`Catalog::normalize`] derives it), every one required.
@@ -167,7 +140,7 @@ pub struct Tool {
 }
 
 /// One argument of a tool-service tool (seed 001, tier 2): all three fields are required.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolArgument {
     pub name: String,
@@ -180,7 +153,7 @@ pub struct ToolArgument {
 /// The importer-owned state of an imported tool: a hash of everything the importer sets, and
 /// the name and description it last set (kept verbatim so that an admin override, a value that
 /// differs from these, can be told apart from an upstream change).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Imported {
     /// BLAKE3 of the imported definition (name, description, method, path, tags, schemas).
@@ -215,7 +188,7 @@ impl Tool {
 }
 
 /// A free-form marker admins attach to tools; selectors can require labels.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Label {
     #[serde(default)]
@@ -236,14 +209,12 @@ pub struct Label {
 }
 
 /// One set of criteria; a tool matches when it meets every criterion (SEMANTICS.md section 5).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Selector {
     #[serde(default = "any_pattern")]
-    #[schema(default = "*")]
     pub source_pattern: String,
     #[serde(default = "any_pattern")]
-    #[schema(default = "*")]
     pub name_pattern: String,
     /// Absent or `""`: the criterion is not applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,7 +245,7 @@ impl Default for Selector {
 }
 
 /// A named set of tools: selectors ANDed, then explicit additions, then exclusions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolGroup {
     #[serde(default)]
@@ -283,7 +254,6 @@ pub struct ToolGroup {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default = "yes")]
-    #[schema(default = true)]
     pub active: bool,
     #[serde(default)]
     pub selectors: Vec<Selector>,
@@ -303,11 +273,10 @@ pub struct ToolGroup {
 
 /// One test on the agent's claims. `operator` is text so that an unknown operator is a
 /// validation error with a field path (422), not a parse failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimMatcher {
     pub json_path: String,
-    #[schema(schema_with = operator_schema)]
     pub operator: String,
     /// Unused by `exists` / `not_exists`.
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -315,7 +284,7 @@ pub struct ClaimMatcher {
 }
 
 /// Grants and denies groups to agents whose claims meet all matchers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessPolicy {
     #[serde(default)]
@@ -327,7 +296,6 @@ pub struct AccessPolicy {
     #[serde(default)]
     pub priority: i64,
     #[serde(default = "yes")]
-    #[schema(default = true)]
     pub active: bool,
     pub claim_matchers: Vec<ClaimMatcher>,
     #[serde(default)]
@@ -345,7 +313,7 @@ pub struct AccessPolicy {
 }
 
 /// The whole read model as one document (`GET`/`PUT /admin/catalog`, seed files).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catalog {
     #[serde(default)]

@@ -11,6 +11,7 @@ mod admin_paths;
 mod authzen_paths;
 mod bodies;
 mod conditional;
+pub mod model;
 mod stream_paths;
 
 use std::sync::LazyLock;
@@ -34,7 +35,6 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::admin::{self, COLLECTIONS};
 use super::errors::Problem;
-use crate::domain::model::Catalog;
 use crate::store::AuditRecord;
 
 /// The name of the security scheme every non-operational route requires.
@@ -158,7 +158,7 @@ fn bearer() -> SecurityRequirement {
 
 fn components() -> Components {
     let mut schemas = Vec::new();
-    collect::<Catalog>(&mut schemas);
+    collect::<model::CatalogSchema>(&mut schemas);
     collect::<AuditRecord>(&mut schemas);
     collect::<Problem>(&mut schemas);
     collect::<admin::tools::Toggle>(&mut schemas);

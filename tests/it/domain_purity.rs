@@ -10,7 +10,7 @@ use std::path::Path;
 use source_text::{code_only, is_ident, rust_files};
 
 /// Crates the domain must not name at all.
-const FORBIDDEN_CRATES: [&str; 11] = [
+const FORBIDDEN_CRATES: [&str; 12] = [
     "tokio",
     "axum",
     "tower",
@@ -22,6 +22,8 @@ const FORBIDDEN_CRATES: [&str; 11] = [
     "rayon",
     "libc",
     "utoipa_axum",
+    // Schemas are derived at the HTTP edge (http/openapi/model.rs): the model is plain data.
+    "utoipa",
 ];
 
 /// Modules of `std` (and `core`) that reach the world outside the process or other threads.

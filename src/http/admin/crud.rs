@@ -17,9 +17,11 @@ use serde_json::{Map, Value};
 
 use super::conditional::{IfMatch, etag};
 use super::{REVISION_HEADER, actor};
+use crate::domain::model::{AccessPolicy, Label, Source, Tool, ToolGroup};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody, QueryPairs, parse_json};
+use crate::http::openapi::model as schemas;
 use crate::service::entity::{ListQuery, page};
 use crate::service::{CatalogEntity, Edit};
 use crate::store::EntityKind;
@@ -28,10 +30,31 @@ use crate::store::EntityKind;
 const DEFAULT_LIMIT: usize = 100;
 const MAX_LIMIT: usize = 1000;
 
-/// An entity kind the admin API serves: its commands, and a schema for `/openapi.json`.
-pub trait AdminEntity: CatalogEntity + utoipa::ToSchema {}
+/// An entity kind the admin API serves: its commands, and its schema in `/openapi.json`
+/// (derived at this edge, not in the domain).
+pub trait AdminEntity: CatalogEntity {
+    type Schema: utoipa::ToSchema;
+}
 
-impl<E: CatalogEntity + utoipa::ToSchema> AdminEntity for E {}
+impl AdminEntity for Source {
+    type Schema = schemas::SourceSchema;
+}
+
+impl AdminEntity for Tool {
+    type Schema = schemas::ToolSchema;
+}
+
+impl AdminEntity for Label {
+    type Schema = schemas::LabelSchema;
+}
+
+impl AdminEntity for ToolGroup {
+    type Schema = schemas::ToolGroupSchema;
+}
+
+impl AdminEntity for AccessPolicy {
+    type Schema = schemas::AccessPolicySchema;
+}
 
 pub fn routes<E: AdminEntity>() -> Router<AppState> {
     Router::new()

@@ -29,6 +29,7 @@ const MAX_CLAIM_SETS: usize = 10_000;
 pub struct ImpactBody {
     /// The whole catalog as `PUT /admin/catalog` would write it.
     #[serde(default)]
+    #[schema(value_type = Option<crate::http::openapi::model::CatalogSchema>)]
     catalog: Option<Catalog>,
     /// One entity as `PUT`, `PATCH` or `DELETE /admin/<collection>/{id}` would write it.
     #[serde(default)]

@@ -45,7 +45,7 @@ impl Collection {
             kind: E::KIND,
             noun: E::NOUN,
             filters: E::FILTERS,
-            schema_name: <E as utoipa::ToSchema>::name,
+            schema_name: <E::Schema as utoipa::ToSchema>::name,
             routes: crud::routes::<E>,
         }
     }

@@ -11,12 +11,12 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{ContentBuilder, RefOr, Required, ResponseBuilder};
 use utoipa::{PartialSchema, ToSchema};
 
+use super::model::CatalogSchema;
 use super::{
     JSON, MERGE_PATCH_JSON, admin_operation, bodies, cursor_parameter, flag_schema, get,
     header_object, id_parameter, json_content, limit_parameter, named_ref, problems,
     query_parameter, revision_header, schema_ref, text_schema,
 };
-use crate::domain::model::Catalog;
 use crate::http::admin::{self, Collection, REVISION_HEADER};
 use crate::ingest::refresh::RefreshSummary;
 use crate::service::{ListFilter, RefreshStatus};
@@ -267,7 +267,7 @@ pub(super) fn toggle(enable: bool) -> PathItem {
 }
 
 fn tool_schema_name() -> Cow<'static, str> {
-    <crate::domain::model::Tool as ToSchema>::name()
+    <super::model::ToolSchema as ToSchema>::name()
 }
 
 /// `POST /admin/sources/{id}/refresh`.
@@ -402,7 +402,7 @@ pub(super) fn catalog() -> PathItem {
         "200",
         ResponseBuilder::new()
             .description("The catalog, every collection by ascending id.")
-            .content(JSON, json_content(schema_ref::<Catalog>()))
+            .content(JSON, json_content(schema_ref::<CatalogSchema>()))
             .header(REVISION_HEADER.as_str(), revision_header()),
     );
     let replace = admin_operation(
@@ -415,7 +415,7 @@ pub(super) fn catalog() -> PathItem {
     .request_body(Some(
         RequestBodyBuilder::new()
             .required(Some(Required::True))
-            .content(JSON, json_content(schema_ref::<Catalog>()))
+            .content(JSON, json_content(schema_ref::<CatalogSchema>()))
             .build(),
     ))
     .response(

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::domain::explain::{Explanation, GroupMember};
+use super::model::{ExplanationSchema, GroupMemberSchema};
 use crate::store::AuditRecord;
 
 /// The tools an agent may call (`GET /agents/tools`, and `POST /admin/preview`).
@@ -31,7 +31,7 @@ pub struct Manifest {
     warnings: Vec<String>,
     /// Why each tool is or is not there: only with `explain=true`, and always in preview.
     #[serde(skip_serializing_if = "Option::is_none")]
-    explanation: Option<Explanation>,
+    explanation: Option<ExplanationSchema>,
 }
 
 /// One tool of a manifest: what an agent needs to call it.
@@ -74,7 +74,7 @@ pub struct ManifestEntry {
 #[derive(Serialize, ToSchema)]
 pub struct GroupMembers {
     group_id: String,
-    data: Vec<GroupMember>,
+    data: Vec<GroupMemberSchema>,
     count: usize,
     revision: u64,
 }
