@@ -20,6 +20,15 @@ pub struct AdminRule {
     paths: Vec<ClaimPath>,
 }
 
+/// A configured admin rule that does not compile: which matcher, which of its fields, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("admin_rule[{index}].{field}: {message}")]
+pub struct AdminRuleError {
+    pub index: usize,
+    pub field: String,
+    pub message: String,
+}
+
 impl AdminRule {
     /// The matchers used when none are configured.
     pub fn default_matchers() -> Vec<ClaimMatcher> {
@@ -34,19 +43,26 @@ impl AdminRule {
     }
 
     /// Compiles the matchers; the error names the position and field of the first bad one.
-    pub fn new(matchers: &[ClaimMatcher]) -> Result<AdminRule, String> {
+    pub fn new(matchers: &[ClaimMatcher]) -> Result<AdminRule, AdminRuleError> {
         let matchers = matchers
             .iter()
             .enumerate()
-            .map(|(i, matcher)| {
-                let path = ClaimPath::parse(&matcher.json_path)
-                    .map_err(|message| format!("admin_rule[{i}].json_path: {message}"))?;
-                let compiled = CompiledMatcher::compile(matcher).map_err(|error| {
-                    format!("admin_rule[{i}].{}: {}", error.field, error.message)
-                })?;
+            .map(|(index, matcher)| {
+                let path =
+                    ClaimPath::parse(&matcher.json_path).map_err(|error| AdminRuleError {
+                        index,
+                        field: "json_path".to_owned(),
+                        message: error.to_string(),
+                    })?;
+                let compiled =
+                    CompiledMatcher::compile(matcher).map_err(|error| AdminRuleError {
+                        index,
+                        field: error.field.to_owned(),
+                        message: error.message,
+                    })?;
                 Ok((path, compiled))
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, AdminRuleError>>()?;
         let mut paths: Vec<ClaimPath> = matchers.iter().map(|(path, _)| path.clone()).collect();
         paths.sort_unstable();
         paths.dedup();
@@ -119,8 +135,11 @@ mod tests {
             value: json!("admins"),
         }];
         let error = AdminRule::new(&bad).expect_err("unknown operator");
+        assert_eq!((error.index, error.field.as_str()), (0, "operator"));
         assert!(
-            error.starts_with("admin_rule[0].operator: unknown operator 'eq'"),
+            error
+                .to_string()
+                .starts_with("admin_rule[0].operator: unknown operator 'eq'"),
             "{error}"
         );
     }

@@ -265,7 +265,7 @@ pub(super) fn admin_rule(
         if let Err(message) = ClaimPath::parse(&matcher.json_path) {
             return Err(ConfigError::invalid(
                 format!("{key}[{i}].json_path{suffix}"),
-                message,
+                message.to_string(),
             ));
         }
         if let Err(error) = CompiledMatcher::compile(matcher) {

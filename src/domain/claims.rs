@@ -22,15 +22,29 @@ pub type Claims = Map<String, Value>;
 ///
 /// Paths order by their segments, so a dot path and the JSON Pointer naming the same place are
 /// one path.
+/// What is wrong with a `json_path`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaimPathError {
+    #[error("must not be empty")]
+    Empty,
+    #[error(
+        "'{path}' has an empty segment; a dot path looks like 'realm_access.roles' (use a JSON \
+         Pointer such as '/a~1b' for keys with dots or slashes)"
+    )]
+    EmptySegment { path: String },
+    #[error("invalid JSON Pointer escape in '{token}': '~' must be followed by 0 or 1")]
+    PointerEscape { token: String },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClaimPath {
     segments: Vec<String>,
 }
 
 impl ClaimPath {
-    pub fn parse(text: &str) -> Result<ClaimPath, String> {
+    pub fn parse(text: &str) -> Result<ClaimPath, ClaimPathError> {
         if text.is_empty() {
-            return Err("must not be empty".to_owned());
+            return Err(ClaimPathError::Empty);
         }
         let segments = match text.strip_prefix('/') {
             Some(pointer) => pointer
@@ -40,10 +54,9 @@ impl ClaimPath {
             None => {
                 let segments: Vec<String> = text.split('.').map(str::to_owned).collect();
                 if segments.iter().any(String::is_empty) {
-                    return Err(format!(
-                        "'{text}' has an empty segment; a dot path looks like 'realm_access.roles' \
-                         (use a JSON Pointer such as '/a~1b' for keys with dots or slashes)"
-                    ));
+                    return Err(ClaimPathError::EmptySegment {
+                        path: text.to_owned(),
+                    });
                 }
                 segments
             }
@@ -73,7 +86,7 @@ impl ClaimPath {
 }
 
 /// RFC 6901: `~1` is `/`, `~0` is `~`, and any other `~` is an error.
-fn unescape_pointer_token(token: &str) -> Result<String, String> {
+fn unescape_pointer_token(token: &str) -> Result<String, ClaimPathError> {
     let mut out = String::with_capacity(token.len());
     let mut chars = token.chars();
     while let Some(c) = chars.next() {
@@ -82,9 +95,9 @@ fn unescape_pointer_token(token: &str) -> Result<String, String> {
                 Some('0') => out.push('~'),
                 Some('1') => out.push('/'),
                 _ => {
-                    return Err(format!(
-                        "invalid JSON Pointer escape in '{token}': '~' must be followed by 0 or 1"
-                    ));
+                    return Err(ClaimPathError::PointerEscape {
+                        token: token.to_owned(),
+                    });
                 }
             }
         } else {

@@ -47,8 +47,25 @@ enum Token {
 /// allows invalid UTF-8 in patterns (`regex_automata` with `utf8(false)`): runs (`*`) are
 /// written as byte runs, which is exact on UTF-8 input because every other element can only
 /// start matching at a character boundary; `?` and classes are written as Unicode classes so
+/// What is wrong with a glob's syntax.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    #[error("nested '{{' alternatives are not allowed")]
+    NestedAlternatives,
+    #[error("'}}' without an opening '{{'")]
+    UnopenedAlternatives,
+    #[error("unclosed '{{' alternatives")]
+    UnclosedAlternatives,
+    #[error("dangling '\\' at the end of the pattern")]
+    DanglingEscape,
+    #[error("unclosed '[' character class")]
+    UnclosedClass,
+    #[error("the class range '{low}-{high}' runs backwards")]
+    BackwardsRange { low: char, high: char },
+}
+
 /// that they consume one whole character.
-pub fn to_regex(glob: &str, case: Case) -> Result<String, String> {
+pub fn to_regex(glob: &str, case: Case) -> Result<String, GlobError> {
     let tokens = parse(glob)?;
     let mut out = String::with_capacity(glob.len() * 2 + 8);
     out.push_str("^(?:");
@@ -57,7 +74,7 @@ pub fn to_regex(glob: &str, case: Case) -> Result<String, String> {
     Ok(out)
 }
 
-fn parse(glob: &str) -> Result<Vec<Token>, String> {
+fn parse(glob: &str) -> Result<Vec<Token>, GlobError> {
     let mut chars = glob.chars().peekable();
     let mut tokens = Vec::new();
     // Inside `{…}`: the alternatives so far and the one being read.
@@ -66,22 +83,18 @@ fn parse(glob: &str) -> Result<Vec<Token>, String> {
         let token = match c {
             '*' => Token::AnyRun,
             '?' => Token::AnyOne,
-            '\\' => Token::Literal(
-                chars
-                    .next()
-                    .ok_or("dangling '\\' at the end of the pattern")?,
-            ),
+            '\\' => Token::Literal(chars.next().ok_or(GlobError::DanglingEscape)?),
             '[' => parse_class(&mut chars)?,
             '{' => {
                 if group.is_some() {
-                    return Err("nested '{' alternatives are not allowed".to_owned());
+                    return Err(GlobError::NestedAlternatives);
                 }
                 group = Some((Vec::new(), Vec::new()));
                 continue;
             }
             '}' => {
                 let Some((mut alternatives, current)) = group.take() else {
-                    return Err("'}' without an opening '{'".to_owned());
+                    return Err(GlobError::UnopenedAlternatives);
                 };
                 alternatives.push(current);
                 Token::Alternatives(alternatives)
@@ -101,12 +114,12 @@ fn parse(glob: &str) -> Result<Vec<Token>, String> {
         }
     }
     if group.is_some() {
-        return Err("unclosed '{' alternatives".to_owned());
+        return Err(GlobError::UnclosedAlternatives);
     }
     Ok(tokens)
 }
 
-fn parse_class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Token, String> {
+fn parse_class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<Token, GlobError> {
     let negated = matches!(chars.peek(), Some('!' | '^'));
     if negated {
         chars.next();
@@ -116,11 +129,11 @@ fn parse_class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<T
     let mut dashes: Vec<bool> = Vec::new();
     let mut first = true;
     loop {
-        let c = chars.next().ok_or("unclosed '[' character class")?;
+        let c = chars.next().ok_or(GlobError::UnclosedClass)?;
         match c {
             ']' if !first => break,
             '\\' => {
-                members.push(chars.next().ok_or("unclosed '[' character class")?);
+                members.push(chars.next().ok_or(GlobError::UnclosedClass)?);
                 dashes.push(false);
             }
             other => {
@@ -136,7 +149,7 @@ fn parse_class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<T
         if i + 2 < members.len() && dashes[i + 1] {
             let (low, high) = (members[i], members[i + 2]);
             if low > high {
-                return Err(format!("the class range '{low}-{high}' runs backwards"));
+                return Err(GlobError::BackwardsRange { low, high });
             }
             ranges.push((low, high));
             i += 3;
@@ -218,17 +231,25 @@ mod tests {
 
     #[test]
     fn parse_errors_say_what_is_wrong() {
-        for (glob, reason) in [
-            ("a[bc", "unclosed '['"),
-            ("[]", "unclosed '['"),
-            ("{a,b", "unclosed '{'"),
-            ("a}b", "'}' without"),
-            ("{a,{b}}", "nested"),
-            ("[z-a]", "backwards"),
-            ("ab\\", "dangling"),
+        for (glob, expected, reason) in [
+            ("a[bc", GlobError::UnclosedClass, "unclosed '['"),
+            ("[]", GlobError::UnclosedClass, "unclosed '['"),
+            ("{a,b", GlobError::UnclosedAlternatives, "unclosed '{'"),
+            ("a}b", GlobError::UnopenedAlternatives, "'}' without"),
+            ("{a,{b}}", GlobError::NestedAlternatives, "nested"),
+            (
+                "[z-a]",
+                GlobError::BackwardsRange {
+                    low: 'z',
+                    high: 'a',
+                },
+                "'z-a' runs backwards",
+            ),
+            ("ab\\", GlobError::DanglingEscape, "dangling"),
         ] {
             let error = to_regex(glob, Case::Sensitive).expect_err(glob);
-            assert!(error.contains(reason), "{glob}: {error}");
+            assert_eq!(error, expected, "{glob}");
+            assert!(error.to_string().contains(reason), "{glob}: {error}");
         }
     }
 

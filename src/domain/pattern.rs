@@ -8,6 +8,7 @@
 //! the empty value.
 
 pub use super::glob::Case;
+use super::glob::GlobError;
 use regex::{Regex, RegexBuilder};
 use regex_automata::meta;
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -147,22 +148,44 @@ fn expand_alternatives(body: &str) -> Option<Vec<String>> {
     Some(texts)
 }
 
+/// Why a pattern does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// A `regex:` pattern; `reason` is the regex crate's, worded by [`build_reason`].
+    #[error("invalid regular expression '{expr}': {reason}")]
+    Regex { expr: String, reason: String },
+    #[error("invalid glob pattern '{text}': {reason}")]
+    Glob { text: String, reason: GlobReason },
+}
+
+/// Why a glob does not compile: its syntax, or the expression it translates to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobReason {
+    #[error(transparent)]
+    Syntax(#[from] GlobError),
+    #[error("{0}")]
+    Build(String),
+}
+
 impl Pattern {
     /// Compiles a selector pattern: `*`, `regex:<expr>` or a glob, all case-insensitive.
-    pub fn selector(text: &str) -> Result<Pattern, String> {
+    pub fn selector(text: &str) -> Result<Pattern, PatternError> {
         match text.strip_prefix(REGEX_PREFIX) {
             Some(expr) => lean_regex(
                 &format!("^(?:{expr})$"),
                 syntax::Config::new().case_insensitive(true),
             )
             .map(Pattern::Regex)
-            .map_err(|reason| format!("invalid regular expression '{expr}': {reason}")),
+            .map_err(|reason| PatternError::Regex {
+                expr: expr.to_owned(),
+                reason,
+            }),
             None => Pattern::glob(text, Case::Insensitive),
         }
     }
 
     /// Compiles a glob (no `regex:` form), e.g. one item of the `tools=` filter.
-    pub fn glob(text: &str, case: Case) -> Result<Pattern, String> {
+    pub fn glob(text: &str, case: Case) -> Result<Pattern, PatternError> {
         if text == "*" {
             return Ok(Pattern::Any);
         }
@@ -191,13 +214,17 @@ impl Pattern {
 }
 
 /// Translates a glob (SEMANTICS.md section 5, see [`super::glob`]) and compiles it.
-fn glob_regex(text: &str, case: Case) -> Result<meta::Regex, String> {
-    let translated = super::glob::to_regex(text, case)
-        .map_err(|reason| format!("invalid glob pattern '{text}': {reason}"))?;
+fn glob_regex(text: &str, case: Case) -> Result<meta::Regex, PatternError> {
+    let invalid = |reason: GlobReason| PatternError::Glob {
+        text: text.to_owned(),
+        reason,
+    };
+    let translated =
+        super::glob::to_regex(text, case).map_err(|error| invalid(GlobReason::Syntax(error)))?;
     // Runs are byte runs (see `glob::to_regex`), so the expression may match bytes that are
     // not UTF-8 on its own; on UTF-8 values it matches exactly the characters it should.
     lean_regex(&translated, syntax::Config::new().utf8(false))
-        .map_err(|reason| format!("invalid glob pattern '{text}': {reason}"))
+        .map_err(|reason| invalid(GlobReason::Build(reason)))
 }
 
 /// Builds a regular expression for what patterns are used for: matching a few hundred short

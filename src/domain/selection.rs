@@ -16,7 +16,7 @@ use fixedbitset::FixedBitSet;
 
 use super::compile_error::CompileError;
 use super::model::{Selector, Tool, ToolGroup};
-use super::pattern::Pattern;
+use super::pattern::{Pattern, PatternError};
 use super::workers::Workers;
 
 /// Answers "which tools match this selector" with per-pattern and per-tag caches, so that a
@@ -95,9 +95,9 @@ impl<'c> SelectionIndex<'c> {
             if !self.cache(field).contains_key(pattern) {
                 let matched =
                     self.tools_matching(field, pattern)
-                        .map_err(|message| CompileError {
+                        .map_err(|error| CompileError {
                             field: field.name().to_owned(),
-                            message,
+                            message: error.to_string(),
                         })?;
                 let cache = self.cache(field);
                 cache.insert(pattern, matched);
@@ -158,7 +158,7 @@ impl<'c> SelectionIndex<'c> {
     }
 
     /// The tools whose `field` matches `pattern`; the pattern's error when it does not compile.
-    fn tools_matching(&self, field: Field, pattern: &str) -> Result<FixedBitSet, String> {
+    fn tools_matching(&self, field: Field, pattern: &str) -> Result<FixedBitSet, PatternError> {
         let compiled = Pattern::selector(pattern)?;
         let values = &self.fields[field as usize];
         let mut matched = FixedBitSet::with_capacity(self.len);

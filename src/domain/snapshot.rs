@@ -328,9 +328,9 @@ impl MatcherInterner {
             Some(&id) => id,
             None => {
                 let parsed =
-                    ClaimPath::parse(&matcher.json_path).map_err(|message| CompileError {
+                    ClaimPath::parse(&matcher.json_path).map_err(|error| CompileError {
                         field: "json_path".to_owned(),
-                        message,
+                        message: error.to_string(),
                     })?;
                 let id = self.paths.len() as u32;
                 self.paths.push(parsed);

@@ -11,7 +11,7 @@ use super::model::{
     ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TOOL_SERVICE, SOURCE_TYPES, Selector, Tool,
     ToolGroup,
 };
-use super::pattern::Pattern;
+use super::pattern::{Pattern, PatternError};
 use super::source_config::{self, ServiceDescriptor};
 
 /// Names (and ids) longer than this are rejected.
@@ -159,7 +159,7 @@ struct Validator {
     errors: Vec<FieldError>,
     /// Each distinct selector pattern's problem, if any: groups share patterns, and building
     /// one is the costly part of checking it.
-    patterns: HashMap<String, Option<String>>,
+    patterns: HashMap<String, Option<PatternError>>,
 }
 
 impl Validator {
@@ -424,8 +424,8 @@ impl Validator {
                     problem
                 }
             };
-            if let Some(message) = problem {
-                self.invalid(format!("{at}.{field}"), message);
+            if let Some(error) = problem {
+                self.invalid(format!("{at}.{field}"), error.to_string());
             }
         }
         for (j, label) in selector.required_label_ids.iter().enumerate() {
@@ -449,8 +449,8 @@ impl Validator {
         }
         for (j, matcher) in policy.claim_matchers.iter().enumerate() {
             let m = format!("{at}.claim_matchers[{j}]");
-            if let Err(message) = ClaimPath::parse(&matcher.json_path) {
-                self.invalid(format!("{m}.json_path"), message);
+            if let Err(error) = ClaimPath::parse(&matcher.json_path) {
+                self.invalid(format!("{m}.json_path"), error.to_string());
             }
             if let Err(error) = CompiledMatcher::compile(matcher) {
                 self.invalid(format!("{m}.{}", error.field), error.message);

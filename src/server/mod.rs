@@ -58,7 +58,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let admin_rule = AdminRule::new(&settings.admin_rule).map_err(anyhow::Error::msg)?;
+    let admin_rule = AdminRule::new(&settings.admin_rule)?;
     let store = StoreConfig::from_settings(&settings);
     let open_files = fd_limit::raise_soft_limit();
     let max_connections = match settings.max_connections {

@@ -650,3 +650,37 @@ fn only_json_number_syntax_parses_as_a_number() {
     };
     assert!(CompiledMatcher::compile(&matcher).is_err());
 }
+
+#[test]
+fn bad_paths_are_typed_errors_that_say_what_to_write() {
+    let cases = [
+        ("", ClaimPathError::Empty, "must not be empty"),
+        (
+            "realm_access..roles",
+            ClaimPathError::EmptySegment {
+                path: "realm_access..roles".to_owned(),
+            },
+            "a dot path looks like 'realm_access.roles'",
+        ),
+        (
+            "/a~2b",
+            ClaimPathError::PointerEscape {
+                token: "a~2b".to_owned(),
+            },
+            "'~' must be followed by 0 or 1",
+        ),
+        (
+            "/a~",
+            ClaimPathError::PointerEscape {
+                token: "a~".to_owned(),
+            },
+            "invalid JSON Pointer escape in 'a~'",
+        ),
+    ];
+    for (text, expected, says) in cases {
+        let error = ClaimPath::parse(text).expect_err(text);
+        assert_eq!(error, expected, "{text}");
+        assert!(error.to_string().contains(says), "{text}: {error}");
+    }
+    assert!(ClaimPath::parse("/a~1b~0c").is_ok());
+}

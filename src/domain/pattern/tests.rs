@@ -328,15 +328,30 @@ fn tool_name_globs_are_case_sensitive() {
 #[test]
 fn invalid_patterns_are_rejected_with_a_reason() {
     let error = Pattern::selector("regex:(unclosed").expect_err("invalid");
+    assert!(matches!(&error, PatternError::Regex { expr, .. } if expr == "(unclosed"));
+    let text = error.to_string();
     assert!(
-        error.starts_with("invalid regular expression '(unclosed'"),
+        text.starts_with("invalid regular expression '(unclosed'"),
+        "{text}"
+    );
+    assert!(!text.contains('\n'));
+    let error = Pattern::selector("regex:\\w{5000}").expect_err("too large");
+    assert!(
+        error.to_string().ends_with("expression is too large"),
         "{error}"
     );
-    assert!(!error.contains('\n'));
-    let error = Pattern::selector("regex:\\w{5000}").expect_err("too large");
-    assert!(error.ends_with("expression is too large"), "{error}");
     let error = Pattern::selector("[abc").expect_err("invalid");
-    assert!(error.starts_with("invalid glob pattern '[abc'"), "{error}");
+    assert_eq!(
+        error,
+        PatternError::Glob {
+            text: "[abc".to_owned(),
+            reason: GlobReason::Syntax(GlobError::UnclosedClass)
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "invalid glob pattern '[abc': unclosed '[' character class"
+    );
 }
 
 #[test]
