@@ -97,7 +97,6 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         rate_limits: settings.rate_limits,
         authz_deny_status: settings.authz_deny_status,
         otlp: settings.otlp(),
-        sse_queue_bytes: settings.cache.stream_queue_bytes,
         redis_url: settings.redis_url.clone(),
         redis_secret: settings.redis_secret.clone(),
         revision_poll,
@@ -194,8 +193,6 @@ pub struct ServerConfig {
     /// Where this server's metrics are pushed besides `GET /metrics`; `None`: nowhere. (Traces
     /// are process-wide: `telemetry::init` exports them.)
     pub otlp: Option<OtlpSettings>,
-    /// Bytes of events queued per stream before it is coalesced.
-    pub sse_queue_bytes: usize,
     /// Redis for the shared cache and the change bus between instances (it may hold a
     /// password: `Debug` redacts it).
     pub redis_url: Option<Secret>,
@@ -234,7 +231,6 @@ impl ServerConfig {
             cache: CacheBudgets::default(),
             sse_ping: Duration::from_secs(DEFAULT_SSE_PING_SECS),
             max_streams_per_subject: DEFAULT_MAX_STREAMS_PER_SUBJECT as usize,
-            sse_queue_bytes: CacheBudgets::default().stream_queue_bytes,
             rate_limits: RateLimits::default(),
             authz_deny_status: None,
             otlp: None,
@@ -325,7 +321,7 @@ pub async fn start(
     let hub = StreamHub::new(
         HubLimits {
             max_streams_per_subject: config.max_streams_per_subject,
-            queue_bytes: config.sse_queue_bytes,
+            queue_bytes: config.cache.stream_queue_bytes,
         },
         Arc::clone(&manifests),
     );
@@ -335,7 +331,7 @@ pub async fn start(
     let mcp_hub = StreamHub::new(
         HubLimits {
             max_streams_per_subject: config.mcp.sessions.per_subject,
-            queue_bytes: config.sse_queue_bytes,
+            queue_bytes: config.cache.stream_queue_bytes,
         },
         Arc::clone(&manifests),
     );

@@ -300,7 +300,7 @@ async fn many_subscribers_with_different_claims_each_get_their_own_diff() {
 
 #[tokio::test]
 async fn a_slow_reader_does_not_delay_a_fast_one_and_is_coalesced() {
-    let (gateway, _dir) = gateway_with(|config| config.sse_queue_bytes = 300 * 1024).await;
+    let (gateway, _dir) = gateway_with(|config| config.cache.stream_queue_bytes = 300 * 1024).await;
     let token = reader("a");
     // The slow reader: a socket with a small receive buffer that reads nothing (yet).
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
