@@ -217,9 +217,9 @@ fn manifest_response(
 }
 
 /// RFC 9110 `If-None-Match`: `*` or a list of entity tags compared weakly; the tag of a
-/// compressed form names the same content as the plain one.
+/// compressed form names the same content as the plain one. Compared in place: this runs on
+/// every manifest request.
 fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
-    let coded = Coding::ALL.map(|coding| coded_etag(etag, coding));
     values
         .iter()
         .filter_map(|value| value.to_str().ok())
@@ -227,13 +227,46 @@ fn if_none_match_hits(values: &[HeaderValue], etag: &str) -> bool {
         .map(str::trim)
         .any(|candidate| {
             let tag = candidate.trim_start_matches("W/");
-            candidate == "*" || tag == etag || coded.iter().any(|coded| tag == coded)
+            candidate == "*" || tag == etag || is_coded_tag(tag, etag)
         })
+}
+
+/// Whether `tag` is [`coded_etag`] of `etag` for one of the codings served.
+fn is_coded_tag(tag: &str, etag: &str) -> bool {
+    let (Some(tag), Some(open)) = (tag.strip_suffix('"'), etag.strip_suffix('"')) else {
+        return false;
+    };
+    tag.strip_prefix(open)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|coding| Coding::ALL.iter().any(|c| c.as_str() == coding))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coded_tags_are_recognised_without_allocating() {
+        let etag = "\"9f2c\"";
+        for coding in Coding::ALL {
+            assert!(is_coded_tag(&coded_etag(etag, coding), etag), "{coding:?}");
+        }
+        for other in [
+            "\"9f2c-br\"",
+            "\"9f2cd-gzip\"",
+            "\"9f2-gzip\"",
+            "\"9f2c-\"",
+            "9f2c-gzip",
+        ] {
+            assert!(!is_coded_tag(other, etag), "{other}");
+        }
+        let values = [HeaderValue::from_static("\"x\", W/\"9f2c-zstd\"")];
+        assert!(if_none_match_hits(&values, etag));
+        assert!(!if_none_match_hits(
+            &[HeaderValue::from_static("\"x\"")],
+            etag
+        ));
+    }
 
     fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
         items
