@@ -15,6 +15,8 @@ use super::model::Tool;
 pub enum Field {
     ToolId,
     Name,
+    /// Only when the tool has one: a human-readable title (MCP clients show it).
+    Title,
     Description,
     InputSchema,
     OutputSchema,
@@ -29,9 +31,10 @@ pub enum Field {
 }
 
 impl Field {
-    pub const ALL: [Field; 13] = [
+    pub const ALL: [Field; 14] = [
         Field::ToolId,
         Field::Name,
+        Field::Title,
         Field::Description,
         Field::InputSchema,
         Field::OutputSchema,
@@ -46,12 +49,13 @@ impl Field {
     ];
 
     /// The fields serialised once per tool: all but `groups`.
-    const PREFIX: usize = 12;
+    const PREFIX: usize = 13;
 
     pub fn as_str(self) -> &'static str {
         match self {
             Field::ToolId => "tool_id",
             Field::Name => "name",
+            Field::Title => "title",
             Field::Description => "description",
             Field::InputSchema => "input_schema",
             Field::OutputSchema => "output_schema",
@@ -173,6 +177,7 @@ impl ToolEntry {
         };
         field(Field::ToolId, Some(&tool.id));
         field(Field::Name, Some(&tool.name));
+        field(Field::Title, tool.title.as_ref().map(|v| v as _));
         field(Field::Description, Some(&tool.description));
         field(Field::InputSchema, Some(&*tool.input_schema));
         field(

@@ -45,8 +45,16 @@ impl ManifestOptions {
 
     /// Splits a comma-separated query value into trimmed, non-empty items.
     pub fn list(value: &str) -> Vec<String> {
-        value
-            .split(',')
+        Self::list_of([value])
+    }
+
+    /// The items of several values, each comma-separated (a repeated query parameter, an
+    /// array in JSON): the one reading of a list option that REST, MCP and AuthZEN share, so
+    /// `["a,b", "c"]` is three items everywhere.
+    pub fn list_of<'v>(values: impl IntoIterator<Item = &'v str>) -> Vec<String> {
+        values
+            .into_iter()
+            .flat_map(|value| value.split(','))
             .map(str::trim)
             .filter(|item| !item.is_empty())
             .map(str::to_owned)

@@ -2,19 +2,18 @@
 //! accepts, and each tool as an MCP `Tool` object, serialised once per snapshot.
 //!
 //! **Names.** MCP tool names match `^[A-Za-z0-9_.-]{1,128}$`, are unique in a list, and must not
-//! change between identities or revisions, so a name depends on the tool's id alone (never on
-//! who asks), and only in a collision on the other ids involved:
+//! change between identities or revisions, so a tool's name depends on its id alone
+//! ([`name_of`]), never on who asks or on which other tools exist:
 //! - an id that is already a valid name is its own name;
 //! - otherwise `:` and `/` become `.`, every other run of characters outside the set becomes one
 //!   `_`, and a result longer than 128 is cut and given `-` and 8 hex digits of the id's BLAKE3
-//!   (`billing:list_invoices` → `billing.list_invoices`);
-//! - when two tools of the snapshot would share a name, an id that *is* the name keeps it and
-//!   every derived one takes a hash suffix, lengthened until the names are apart.
+//!   (`billing:list_invoices` → `billing.list_invoices`).
 //!
-//! Names are computed for the whole snapshot, not per list: unique in the catalog, hence in
-//! every list. A derived name that no suffix can separate from an id (a catalog built to
-//! collide with 64 hex digits of BLAKE3) gets no name and is neither listed nor callable: fewer
-//! tools, never the wrong one (SEMANTICS.md section 9).
+//! Two tools with one name are refused when the catalog is written
+//! ([`crate::domain::validate`] names both), so creating a tool never renames another one
+//! behind a client's back. A stored catalog that still holds such a pair (written before the
+//! rule) lists neither derived name, and an id that is its own name keeps it: fewer tools,
+//! never the wrong one, and never a silent rename (SEMANTICS.md section 9).
 //!
 //! **Objects.** `name`, `title` (the tool's title, else its name), `description`, `inputSchema`,
 //! `outputSchema` (when the tool has an object schema), `annotations` from tags and
@@ -38,8 +37,8 @@ use super::verdict::Evaluation;
 pub const MAX_NAME_LEN: usize = 128;
 /// The `_meta` key that carries a tool's id.
 pub const TOOL_ID_META: &str = "toolgate/tool_id";
-/// Hash suffix lengths tried, in hex digits, when derived names collide.
-const SUFFIXES: [usize; 4] = [8, 16, 32, 64];
+/// Hex digits of the id's BLAKE3 that a cut name ends with.
+const SUFFIX_DIGITS: usize = 8;
 
 /// Whether `name` is a valid MCP tool name as it is.
 pub fn is_valid_name(name: &str) -> bool {
@@ -49,60 +48,34 @@ pub fn is_valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// The name each id gets, in the order given, with collisions resolved as the module says.
-/// `ids` must be distinct (tool ids are).
+/// The name each id gets, in the order given: [`name_of`], except that a derived name another
+/// id also has is no one's (see the module documentation). `ids` must be distinct (tool ids
+/// are).
 pub fn names<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<Option<Box<str>>> {
     let ids: Vec<&str> = ids.into_iter().collect();
-    let derived: Vec<bool> = ids.iter().map(|id| !is_valid_name(id)).collect();
-    let mut names: Vec<Option<String>> = ids.iter().map(|id| Some(first_choice(id))).collect();
-    for (level, &digits) in SUFFIXES.iter().enumerate() {
-        let colliding = collisions(&names);
-        if colliding.is_empty() {
-            break;
-        }
-        let last = level + 1 == SUFFIXES.len();
-        for i in colliding {
-            if !derived[i] {
-                continue; // an id that is its own name keeps it
-            }
-            names[i] = if last && names_an_id(&names, &derived, i) {
-                None
-            } else {
-                Some(with_suffix(&sanitized(ids[i]), ids[i], digits))
-            };
-        }
-    }
-    names
-        .into_iter()
-        .map(|name| name.map(String::into_boxed_str))
-        .collect()
-}
-
-/// Positions whose name another position also has.
-fn collisions(names: &[Option<String>]) -> Vec<usize> {
+    let names: Vec<String> = ids.iter().map(|id| name_of(id)).collect();
     let mut count: HashMap<&str, usize> = HashMap::with_capacity(names.len());
-    for name in names.iter().flatten() {
+    for name in &names {
         *count.entry(name.as_str()).or_insert(0) += 1;
     }
-    (0..names.len())
-        .filter(|&i| names[i].as_deref().is_some_and(|name| count[name] > 1))
+    ids.iter()
+        .zip(&names)
+        .map(|(id, name)| {
+            let own = is_valid_name(id);
+            (own || count[name.as_str()] == 1).then(|| name.clone().into_boxed_str())
+        })
         .collect()
 }
 
-/// Whether the name at `i` is also the name of a tool whose id it is.
-fn names_an_id(names: &[Option<String>], derived: &[bool], i: usize) -> bool {
-    (0..names.len()).any(|j| j != i && !derived[j] && names[j] == names[i])
-}
-
-/// The name of `id` before collisions: itself when valid, else sanitised (and cut with a hash
-/// suffix when too long).
-fn first_choice(id: &str) -> String {
+/// The MCP name of the tool with id `id`: the id itself when it is a valid name, else the id
+/// sanitised (and cut with a hash suffix when too long).
+pub fn name_of(id: &str) -> String {
     if is_valid_name(id) {
         return id.to_owned();
     }
     let name = sanitized(id);
     if name.len() > MAX_NAME_LEN {
-        with_suffix(&name, id, SUFFIXES[0])
+        with_suffix(&name, id, SUFFIX_DIGITS)
     } else {
         name
     }

@@ -123,6 +123,89 @@ pub fn keep_stored(source: &mut Source, stored: Option<&Source>) -> Vec<FieldErr
     errors
 }
 
+/// Every place where `source` holds [`MASK`] in a secret's place, as the errors
+/// [`keep_stored`] gives with nothing stored: what validation reports for a catalog given
+/// whole (a seed, `toolgate check`, an import), where no stored value stands behind a mask. A
+/// mask there would otherwise be sent upstream as the credential itself. Reads, never copies:
+/// an inline document may be megabytes.
+pub fn unresolved_masks(source: &Source) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (key, value) in &source.config {
+        match value {
+            Value::Object(headers) if key == "headers" => {
+                for (name, value) in headers {
+                    check_mask(value, || format!("config.headers.{name}"), &mut errors);
+                }
+            }
+            value if key == "headers" || is_secret_key(key) => {
+                check_mask(value, || format!("config.{key}"), &mut errors);
+            }
+            value => masks_nested(value, &mut vec![Step::Key(key)], &mut errors),
+        }
+    }
+    errors
+}
+
+/// One step of a field path, formatted only when there is an error to report.
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+fn field_path(steps: &[Step<'_>]) -> String {
+    let mut path = "config".to_owned();
+    for step in steps {
+        match step {
+            Step::Key(key) => {
+                path.push('.');
+                path.push_str(key);
+            }
+            Step::Index(index) => path.push_str(&format!("[{index}]")),
+        }
+    }
+    path
+}
+
+fn masks_nested<'v>(value: &'v Value, steps: &mut Vec<Step<'v>>, errors: &mut Vec<FieldError>) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                steps.push(Step::Key(key));
+                if is_secret_key(key) {
+                    check_mask(value, || field_path(steps), errors);
+                } else {
+                    masks_nested(value, steps, errors);
+                }
+                steps.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (index, value) in items.iter().enumerate() {
+                steps.push(Step::Index(index));
+                masks_nested(value, steps, errors);
+                steps.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_mask(value: &Value, path: impl FnOnce() -> String, errors: &mut Vec<FieldError>) {
+    if value.as_str() == Some(MASK) {
+        errors.push(mask_error(path()));
+    }
+}
+
+fn mask_error(field: String) -> FieldError {
+    FieldError {
+        field,
+        message: format!(
+            "is \"{MASK}\", which keeps a stored secret, but none is stored here; give the value itself"
+        ),
+        kind: ErrorKind::Invalid,
+    }
+}
+
 fn restore_nested(
     value: &mut Value,
     stored: Option<&Value>,
@@ -157,13 +240,7 @@ fn restore(value: &mut Value, stored: Option<&Value>, path: String, errors: &mut
     }
     match stored.filter(|old| !old.is_null()) {
         Some(old) => *value = old.clone(),
-        None => errors.push(FieldError {
-            field: path,
-            message: format!(
-                "is \"{MASK}\", which keeps a stored secret, but none is stored here; give the value itself"
-            ),
-            kind: ErrorKind::Invalid,
-        }),
+        None => errors.push(mask_error(path)),
     }
 }
 

@@ -4,14 +4,17 @@
 //! Validation looks at the catalog as a whole because most rules are about references between
 //! entities. A catalog that passes compiles into a snapshot without error.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use super::claims::{ClaimPath, CompiledMatcher};
+use super::mcp;
 use super::model::{
     ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TOOL_SERVICE, SOURCE_TYPES, Selector, Tool,
     ToolGroup,
 };
 use super::pattern::{Pattern, PatternError};
+use super::secrets;
 use super::source_config::{self, ServiceDescriptor};
 
 /// Names (and ids) longer than this are rejected.
@@ -94,6 +97,9 @@ pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
                 ),
             );
         }
+        for error in secrets::unresolved_masks(source) {
+            v.invalid(format!("{at}.{}", error.field), error.message);
+        }
         for error in source_config::check(source) {
             let field = if error.field.is_empty() {
                 format!("{at}.config")
@@ -122,6 +128,7 @@ pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
             None => v.not_a_tool_service_tool(&at, tool),
         }
     }
+    v.unique_mcp_names(catalog);
     for (i, label) in catalog.labels.iter().enumerate() {
         let at = format!("labels[{i}]");
         v.name(&at, "name", &label.name);
@@ -202,6 +209,34 @@ impl Validator {
             }
         }
         seen.into_keys().collect()
+    }
+
+    /// Two tools whose ids make one MCP name ([`mcp::name_of`]) are a conflict: a name must
+    /// stay its tool's, so the second tool is refused rather than either renamed.
+    fn unique_mcp_names(&mut self, catalog: &Catalog) {
+        let mut named: HashMap<String, usize> = HashMap::with_capacity(catalog.tools.len());
+        for (i, tool) in catalog.tools.iter().enumerate() {
+            match named.entry(mcp::name_of(&tool.id)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+                Entry::Occupied(first) if catalog.tools[*first.get()].id != tool.id => {
+                    let first_id = &catalog.tools[*first.get()].id;
+                    self.conflict(
+                        format!("tools[{i}].id"),
+                        format!(
+                            "tool id '{}' has the MCP name '{}', which tools[{}] ('{first_id}') \
+                             already has: MCP clients could not tell them apart, so choose \
+                             another id",
+                            tool.id,
+                            first.key(),
+                            first.get()
+                        ),
+                    );
+                }
+                Entry::Occupied(_) => {} // the same id twice: unique_ids reports it
+            }
+        }
     }
 
     /// Field paths are formatted only for an error: a valid catalog of 10,000 tools would

@@ -89,7 +89,7 @@ pub async fn list_tools(
     agent: Agent,
     QueryPairs(pairs): QueryPairs,
     IfNoneMatch(if_none_match): IfNoneMatch,
-    AcceptEncoding(codings): AcceptEncoding,
+    accept_encoding: AcceptEncoding,
 ) -> Result<Response, ApiError> {
     state.limit(RouteClass::AgentReads, &agent)?;
     let query = AgentQuery::parse(&pairs)?;
@@ -109,7 +109,7 @@ pub async fn list_tools(
     let key = state.manifests.key(&snapshot, claims, query.options);
     let rendered = state.manifests.resolve(&snapshot, claims, key).await;
     if rendered.body.len() >= COMPRESS_FROM {
-        for coding in codings {
+        for coding in accept_encoding.codings() {
             if let Some(compressed) = compressed(&rendered, coding).await {
                 return Ok(manifest_response(
                     compressed,

@@ -41,6 +41,27 @@ impl Agent {
             .unwrap_or_default()
     }
 
+    /// Who an MCP session answers to: a hash of every claim but those a new token of the same
+    /// identity changes (`iat`, `exp`, `nbf`, `jti`, `auth_time`). Not `sub` alone: tokens
+    /// without a string `sub` would all be one identity, and could use and end each other's
+    /// sessions. A refreshed token with the same claims keeps its sessions.
+    pub fn identity(&self) -> String {
+        const PER_TOKEN: [&str; 5] = ["iat", "exp", "nbf", "jti", "auth_time"];
+        let mut hasher = blake3::Hasher::new();
+        for (name, value) in self.claims() {
+            if PER_TOKEN.contains(&name.as_str()) {
+                continue;
+            }
+            // Length-prefixed, so that no two claim sets hash the same bytes.
+            let value = value.to_string();
+            for part in [name.as_str(), value.as_str()] {
+                hasher.update(&(part.len() as u64).to_le_bytes());
+                hasher.update(part.as_bytes());
+            }
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
     /// The `sub` claim, owned, for audit records (`""` when absent).
     pub fn subject(&self) -> String {
         self.sub().to_owned()
@@ -335,8 +356,16 @@ impl<S: Send + Sync> FromRequestParts<S> for IfNoneMatch {
 /// The content codings of a manifest that the request's `Accept-Encoding` accepts (RFC 9110
 /// section 12.5.3), most wanted first: a coding named with a q-value above 0, or left unnamed
 /// under a `*` above 0 (`x-gzip` is gzip). Equal q-values prefer zstd, the smaller form.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AcceptEncoding(pub Vec<Coding>);
+/// Held in place (no allocation on the request path): accepted codings first, `None` after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcceptEncoding([Option<Coding>; Coding::ALL.len()]);
+
+impl AcceptEncoding {
+    /// The accepted codings, most wanted first.
+    pub fn codings(self) -> impl Iterator<Item = Coding> {
+        self.0.into_iter().flatten()
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for AcceptEncoding {
     type Rejection = Infallible;
@@ -377,15 +406,14 @@ fn accepted_codings(headers: &axum::http::HeaderMap) -> AcceptEncoding {
             named[i] = Some(named[i].map_or(weight, |known| known.max(weight)));
         }
     }
-    let mut accepted: Vec<(f32, Coding)> = Coding::ALL
-        .into_iter()
-        .zip(named)
-        .filter_map(|(coding, weight)| Some((weight.or(any)?, coding)))
-        .filter(|(weight, _)| *weight > 0.0)
-        .collect();
+    // A refused or unnamed coding weighs 0 and is dropped below.
+    let mut ranked = Coding::ALL.map(|coding| {
+        let weight = named[coding as usize].or(any).unwrap_or(0.0);
+        (weight, coding)
+    });
     // Stable: equal weights keep Coding::ALL's order.
-    accepted.sort_by(|a, b| b.0.total_cmp(&a.0));
-    AcceptEncoding(accepted.into_iter().map(|(_, coding)| coding).collect())
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    AcceptEncoding(ranked.map(|(weight, coding)| (weight > 0.0).then_some(coding)))
 }
 
 #[cfg(test)]
@@ -420,7 +448,8 @@ mod accept_encoding_tests {
                     HeaderValue::from_static(value),
                 );
             }
-            assert_eq!(accepted_codings(&headers).0, expected, "{values:?}");
+            let accepted: Vec<Coding> = accepted_codings(&headers).codings().collect();
+            assert_eq!(accepted, expected, "{values:?}");
         }
     }
 }

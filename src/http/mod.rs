@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::error_handling::HandleErrorLayer;
-use axum::http::HeaderName;
+use axum::http::{Extensions, HeaderMap, HeaderName, StatusCode, Version};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use self::errors::ApiError;
@@ -128,8 +129,21 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                 .layer(request_span::layer())
                 .layer(request_metrics::RecordRequestsLayer::new(metrics))
                 .layer(CatchPanicLayer::custom(ops::panic_response))
-                .layer(CompressionLayer::new()),
+                .layer(CompressionLayer::new().compress_when(
+                    DefaultPredicate::new().and(without_entity_tag as EntityTagged),
+                )),
         )
+}
+
+/// The compression layer's own predicate's shape.
+type EntityTagged = fn(StatusCode, Version, &HeaderMap, &Extensions) -> bool;
+
+/// Whether the compression layer may encode a response: not one with an `ETag`. A strong tag
+/// names one representation's bytes, so a coded form needs a tag of its own; responses with
+/// tags (manifests, entities) choose their codings themselves (`GET /agents/tools` serves gzip
+/// and zstd forms under their own tags) or are sent as they are.
+fn without_entity_tag(_: StatusCode, _: Version, headers: &HeaderMap, _: &Extensions) -> bool {
+    !headers.contains_key(axum::http::header::ETAG)
 }
 
 /// A request that outlives the timeout is answered with problem JSON like every other error.

@@ -410,7 +410,7 @@ pub const AGENT_QUERY: [(&str, bool, &str); 6] = [
         "fields",
         false,
         "Only these entry fields (comma-separated; may repeat): `tool_id` (always there), \
-         `name`, `description`, `input_schema`, `output_schema`, `source_id`, `source_path`, \
+         `name`, `title`, `description`, `input_schema`, `output_schema`, `source_id`, `source_path`, \
          `method`, `tags`, `version`, `available_in_states`, `next_state`, `groups`. Narrows \
          every entry, never which tools are listed; the narrowed manifest has its own ETag, \
          and its stream is silent about changes to fields it did not ask for. Not at `/mcp`.",

@@ -160,11 +160,17 @@ impl McpSession {
             self.read_sse(response, id, method).await?
         } else {
             let body = self.read_body(response, method).await?;
-            serde_json::from_slice::<Value>(&body).map_err(|error| {
+            let message = serde_json::from_slice::<Value>(&body).map_err(|error| {
                 McpError::Invalid(format!(
                     "the MCP server answered {method} with invalid JSON: {error}"
                 ))
-            })?
+            })?;
+            if !is_response_to(&message, id) {
+                return Err(McpError::Invalid(format!(
+                    "the MCP server answered {method} with a message that is not its response"
+                )));
+            }
+            message
         };
         if let Some(error) = message.get("error") {
             return Err(McpError::Rpc {
@@ -269,34 +275,27 @@ impl McpSession {
     }
 
     /// Reads server-sent events until the JSON-RPC response with `id` arrives; other messages
-    /// (notifications, progress) are skipped.
+    /// (notifications, progress, requests from the server) are skipped. One event is bounded
+    /// by the session's limit ([`SseEvents`] keeps the reading linear); the stream as a whole
+    /// by time.
     async fn read_sse(
         &self,
         mut response: reqwest::Response,
         id: u64,
         method: &str,
     ) -> Result<Value, McpError> {
-        // Bytes, not text: a character may be split between two chunks. Carriage returns are
-        // dropped so that CRLF line ends read as LF.
-        let mut buffer: Vec<u8> = Vec::new();
-        let mut read = 0usize;
+        let mut events = SseEvents::default();
         loop {
-            while let Some(end) = buffer.windows(2).position(|pair| pair == b"\n\n") {
-                let event: Vec<u8> = buffer.drain(..end + 2).collect();
-                let event = String::from_utf8_lossy(&event);
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                    .collect();
-                if data.is_empty() {
-                    continue;
-                }
-                if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
-                    && message.get("id") == Some(&json!(id))
-                {
+            while let Some(event) = events.next_event() {
+                if let Some(message) = response_in(event, id) {
                     return Ok(message);
                 }
+            }
+            if events.pending() > self.max_bytes {
+                return Err(McpError::TooLarge(format!(
+                    "an event of the MCP server's {method} stream is larger than {} bytes",
+                    self.max_bytes
+                )));
             }
             let chunk = response
                 .chunk()
@@ -307,14 +306,7 @@ impl McpSession {
                     "the MCP server's {method} stream ended without a response"
                 )));
             };
-            read += chunk.len();
-            if read > self.max_bytes {
-                return Err(McpError::TooLarge(format!(
-                    "the MCP server's {method} stream is larger than {} bytes",
-                    self.max_bytes
-                )));
-            }
-            buffer.extend(chunk.iter().filter(|byte| **byte != b'\r'));
+            events.push(&chunk);
         }
     }
 
@@ -332,8 +324,162 @@ impl McpSession {
     }
 }
 
+/// Server-sent events cut out of a byte stream. Bytes, not text: a character may be split
+/// between two chunks. Carriage returns are dropped so that CRLF line ends read as LF.
+///
+/// Linear in the stream, whatever the server sends: each byte is scanned for an event's end
+/// once (a scan resumes where the last one stopped), and the events taken are dropped once
+/// per chunk, not once per event.
+#[derive(Debug, Default)]
+struct SseEvents {
+    buffer: Vec<u8>,
+    /// Where the next event starts.
+    start: usize,
+    /// No event ends before this offset.
+    scanned: usize,
+    /// Bytes scanned so far, for the test that keeps the reading linear.
+    examined: usize,
+}
+
+impl SseEvents {
+    /// Adds a chunk of the stream.
+    fn push(&mut self, chunk: &[u8]) {
+        self.buffer.drain(..self.start);
+        self.scanned -= self.start;
+        self.start = 0;
+        self.buffer
+            .extend(chunk.iter().filter(|byte| **byte != b'\r'));
+    }
+
+    /// The next complete event (without its blank line), if the stream holds one.
+    fn next_event(&mut self) -> Option<&[u8]> {
+        let from = self.scanned.max(self.start);
+        match self.buffer[from..]
+            .windows(2)
+            .position(|pair| pair == b"\n\n")
+        {
+            Some(offset) => {
+                self.examined += offset + 2;
+                let (start, end) = (self.start, from + offset);
+                self.start = end + 2;
+                self.scanned = self.start;
+                Some(&self.buffer[start..end])
+            }
+            None => {
+                self.examined += self.buffer.len() - from;
+                // The last byte may be the first half of a blank line.
+                self.scanned = self.buffer.len().saturating_sub(1).max(self.start);
+                None
+            }
+        }
+    }
+
+    /// Bytes of the event not yet complete.
+    fn pending(&self) -> usize {
+        self.buffer.len() - self.start
+    }
+}
+
+/// The JSON-RPC response to request `id` that one server-sent event carries, if it carries
+/// one. Only a response answers: a request from the server (`sampling/createMessage`, …) has a
+/// `method` and may reuse any id, since ids are per direction.
+fn response_in(event: &[u8], id: u64) -> Option<Value> {
+    let event = String::from_utf8_lossy(event);
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        .collect();
+    if data.is_empty() {
+        return None;
+    }
+    let message = serde_json::from_str::<Value>(&data.join("\n")).ok()?;
+    is_response_to(&message, id).then_some(message)
+}
+
+/// Whether `message` is the response to request `id` (not a request that reuses the id).
+fn is_response_to(message: &Value, id: u64) -> bool {
+    message.get("id").and_then(Value::as_u64) == Some(id) && message.get("method").is_none()
+}
+
 /// A response and the session id that came with it.
 struct Answer {
     reply: McpReply,
     session_id: Option<HeaderValue>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events_of(chunks: &[&[u8]]) -> Vec<String> {
+        let mut events = SseEvents::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            events.push(chunk);
+            while let Some(event) = events.next_event() {
+                out.push(String::from_utf8_lossy(event).into_owned());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn events_are_cut_at_blank_lines_wherever_the_chunks_split_them() {
+        let expected = ["data: 1", "event: x\ndata: 2", "data: 3"];
+        assert_eq!(
+            events_of(&[b"data: 1\n\nevent: x\ndata: 2\n\ndata: 3\n\n"]),
+            expected
+        );
+        assert_eq!(
+            events_of(&[
+                b"data: 1\n",
+                b"\nevent: x\r\ndata: 2\r",
+                b"\n\r\n",
+                b"data: 3\n\n"
+            ]),
+            expected
+        );
+        let bytes = b"data: 1\n\nevent: x\ndata: 2\n\ndata: 3\n\n";
+        let one_by_one: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(events_of(&one_by_one), expected);
+    }
+
+    #[test]
+    fn an_endless_event_in_small_writes_is_scanned_once() {
+        let mut events = SseEvents::default();
+        let chunk = [b'x'; 256];
+        for _ in 0..16_384 {
+            events.push(&chunk);
+            assert!(events.next_event().is_none());
+        }
+        assert_eq!(events.pending(), 4 << 20);
+        // One byte of each chunk is looked at twice: it may start a blank line.
+        assert!(
+            events.examined <= (4 << 20) + 16_384,
+            "{} bytes scanned",
+            events.examined
+        );
+        let mut many = SseEvents::default();
+        many.push(&b"data: {}\n\n".repeat(100_000));
+        let mut count = 0;
+        while many.next_event().is_some() {
+            count += 1;
+        }
+        assert_eq!(count, 100_000);
+        assert!(many.examined <= 1_000_000, "{}", many.examined);
+    }
+
+    #[test]
+    fn only_a_response_answers_a_request() {
+        let response = json!({"jsonrpc": "2.0", "id": 7, "result": {}});
+        let request = json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage"});
+        assert!(is_response_to(&response, 7));
+        assert!(!is_response_to(&response, 8));
+        assert!(!is_response_to(&request, 7));
+        let event = format!("data: {request}");
+        assert_eq!(response_in(event.as_bytes(), 7), None);
+        let event = format!("event: message\ndata: {response}");
+        assert_eq!(response_in(event.as_bytes(), 7), Some(response));
+    }
 }

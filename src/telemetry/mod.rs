@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod observed;
 pub mod otel;
 pub mod prometheus;
+pub mod redact;
 mod striped;
 
 use std::future::Future;

@@ -56,7 +56,7 @@ pub async fn call(
     let (url, headers) = match source_config::import_config(source) {
         Ok(ImportConfig::Mcp { url, headers }) => (url, headers),
         Ok(ImportConfig::OpenApi { .. }) | Err(_) => {
-            return CallResult::failure(
+            return CallResult::hidden(
                 CallOutcome::NotExecutable,
                 format!(
                     "the MCP source '{}' has no usable config (config.url, config.headers): \
@@ -125,14 +125,17 @@ fn passed_through(reply: McpReply) -> CallResult {
             CallOutcome::Ok
         },
         upstream_status: status,
+        cause: None,
     }
 }
 
-/// The result for a call that got no `CallToolResult`.
+/// The result for a call that got no `CallToolResult`. Only a JSON-RPC error is the tool's
+/// own answer; every other message is the gateway's and names the server's URL, so it is
+/// [`CallResult::hidden`].
 fn failure(error: McpError) -> CallResult {
     match error {
-        McpError::Config(message) => CallResult::failure(CallOutcome::NotExecutable, message, None),
-        McpError::Send { message, timed_out } => CallResult::failure(
+        McpError::Config(message) => CallResult::hidden(CallOutcome::NotExecutable, message, None),
+        McpError::Send { message, timed_out } => CallResult::hidden(
             if timed_out {
                 CallOutcome::Timeout
             } else {
@@ -142,9 +145,9 @@ fn failure(error: McpError) -> CallResult {
             None,
         ),
         McpError::Status { status, message } => {
-            CallResult::failure(CallOutcome::BadUpstream, message, Some(status))
+            CallResult::hidden(CallOutcome::BadUpstream, message, Some(status))
         }
-        McpError::Read { message, timed_out } => CallResult::failure(
+        McpError::Read { message, timed_out } => CallResult::hidden(
             if timed_out {
                 CallOutcome::Timeout
             } else {
@@ -153,8 +156,8 @@ fn failure(error: McpError) -> CallResult {
             message,
             None,
         ),
-        McpError::TooLarge(message) => CallResult::failure(CallOutcome::TooLarge, message, None),
-        McpError::Invalid(message) => CallResult::failure(CallOutcome::BadUpstream, message, None),
+        McpError::TooLarge(message) => CallResult::hidden(CallOutcome::TooLarge, message, None),
+        McpError::Invalid(message) => CallResult::hidden(CallOutcome::BadUpstream, message, None),
         McpError::Rpc { status, message } => {
             CallResult::failure(CallOutcome::ToolError, message, Some(status))
         }

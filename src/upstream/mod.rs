@@ -12,7 +12,15 @@
 //! What goes upstream is the source's configured headers and the call's arguments, never the
 //! agent's token or anything else of the agent's request. Every failure is a result, not an
 //! error: a `CallToolResult` with `isError: true` whose text says what happened, and a
-//! [`CallOutcome`] for metrics. Every call is bounded ([`CallLimits`]: time, answer size) and is
+//! [`CallOutcome`] for metrics.
+//!
+//! Nothing of a source's config reaches the agent: its URLs carry credentials in their query
+//! or userinfo, and its headers are credentials. A failure whose cause is told in the
+//! gateway's words (an unreachable host, a document that cannot be fetched, a config that
+//! makes no request) is [`CallResult::hidden`]: the agent reads the tool, the kind of failure
+//! and the upstream's HTTP status, and the cause goes to the log with its URLs redacted
+//! ([`crate::telemetry::redact::redact_urls`]). Only the upstream's own answer (an error body,
+//! a JSON-RPC error) and what is wrong with the agent's arguments are passed on as text. Every call is bounded ([`CallLimits`]: time, answer size) and is
 //! one `call tool` span carrying the tool id, source type, outcome and upstream status — never
 //! the arguments or the result.
 
@@ -109,16 +117,62 @@ pub struct CallResult {
     pub outcome: CallOutcome,
     /// HTTP status of the upstream answer, when there was one.
     pub upstream_status: Option<u16>,
+    /// The cause of a [`CallResult::hidden`] failure, for the log only: it may quote the
+    /// source's config. [`Upstream::call`] takes it out before the result leaves.
+    cause: Option<String>,
 }
 
 impl CallResult {
-    /// A result with one text block and `isError: true`.
+    /// A result with one text block and `isError: true`. The agent reads `text`, so it must
+    /// hold nothing of the source's config: only the upstream's own answer or what is wrong
+    /// with the arguments.
     pub fn failure(outcome: CallOutcome, text: impl Into<String>, status: Option<u16>) -> Self {
         CallResult {
-            result: json!({"content": [{"type": "text", "text": text.into()}], "isError": true}),
+            result: error_content(text.into()),
             outcome,
             upstream_status: status,
+            cause: None,
         }
+    }
+
+    /// A failure whose `cause` may name the source's config (its URLs, its id, its document):
+    /// the agent reads only the kind of failure ([`public_text`]); the cause is logged.
+    pub fn hidden(outcome: CallOutcome, cause: impl Into<String>, status: Option<u16>) -> Self {
+        CallResult {
+            result: Value::Null,
+            outcome,
+            upstream_status: status,
+            cause: Some(cause.into()),
+        }
+    }
+}
+
+fn error_content(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// What an agent reads of a [`CallResult::hidden`] failure: the tool, the kind of failure
+/// and the upstream's status; never a URL, a source id or a header.
+fn public_text(tool_id: &str, result: &CallResult, limits: CallLimits) -> String {
+    let what = match result.outcome {
+        CallOutcome::Timeout => format!(
+            "the upstream gave no answer within {} s",
+            limits.timeout.as_secs_f64()
+        ),
+        CallOutcome::Unreachable => "the upstream cannot be reached".to_owned(),
+        CallOutcome::TooLarge => format!(
+            "the upstream's answer is larger than {} bytes, more than a call may return",
+            limits.max_response_bytes
+        ),
+        CallOutcome::BadUpstream => "the upstream's answer is not a usable answer".to_owned(),
+        CallOutcome::NotExecutable => "toolgate cannot make this call as the tool's source is \
+                                       configured (an admin finds why in the gateway's log)"
+            .to_owned(),
+        CallOutcome::ToolError | CallOutcome::Ok => "the upstream refused the call".to_owned(),
+    };
+    match result.upstream_status {
+        Some(status) => format!("tool '{tool_id}' failed: {what} (upstream HTTP status {status})"),
+        None => format!("tool '{tool_id}' failed: {what}"),
     }
 }
 
@@ -201,7 +255,12 @@ impl Upstream {
                 ),
             }
         };
-        let result = crate::telemetry::in_span(&span, execute).await;
+        let mut result = crate::telemetry::in_span(&span, execute).await;
+        if let Some(cause) = result.cause.take() {
+            let cause = crate::telemetry::redact::redact_urls(&cause);
+            tracing::warn!(parent: &span, outcome = result.outcome.name(), %cause, "tool call failed");
+            result.result = error_content(public_text(&tool.id, &result, self.limits));
+        }
         span.record("outcome", result.outcome.name());
         if let Some(status) = result.upstream_status {
             span.record("upstream.status", status);
@@ -217,7 +276,7 @@ impl Upstream {
         arguments: &Map<String, Value>,
     ) -> CallResult {
         let Some(client) = &self.client else {
-            return CallResult::failure(
+            return CallResult::hidden(
                 CallOutcome::Unreachable,
                 "toolgate's HTTP client could not be set up, so no upstream can be called",
                 None,

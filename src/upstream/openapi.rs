@@ -4,8 +4,9 @@
 //! the importer made the tool. The document is the inline `config.spec` or the one at
 //! `config.url` (fetched with the source's headers), parsed once and kept per source
 //! ([`Documents`]): remade when the source changes, after [`DOCUMENT_MAX_AGE`], and once at
-//! once when a fetched document no longer has the operation (the tool may come from a newer
-//! import than the document kept).
+//! once when a fetched document lacks the operation of a tool written after the document was
+//! read (a refresh imported it from a newer document). Any other miss is the tool's error with
+//! no fetch: a tool its document lacks must not make every call read the whole document.
 //!
 //! Calls go to `config.base_url` when the source sets it, else to the operation's server
 //! (operation, path item, then document `servers`, variables at their defaults), a relative
@@ -34,7 +35,13 @@ pub const DOCUMENT_MAX_AGE: Duration = Duration::from_secs(300);
 
 /// The parsed documents of `openapi` sources, one per source.
 pub struct Documents {
-    pool: Pool<Value>,
+    pool: Pool<Document>,
+}
+
+/// A parsed document and when it was read.
+struct Document {
+    value: Value,
+    read_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl Default for Documents {
@@ -43,6 +50,13 @@ impl Default for Documents {
             pool: Pool::new(MAX_DOCUMENTS, Some(DOCUMENT_MAX_AGE), drop),
         }
     }
+}
+
+/// A call made ready: the request, the server URL it must stay on, the source's headers.
+struct Prepared {
+    planned: PlannedRequest,
+    base: String,
+    configured: Vec<(String, String)>,
 }
 
 /// What one call needs of the adapter.
@@ -61,7 +75,7 @@ impl Call<'_> {
         arguments: &Map<String, Value>,
     ) -> CallResult {
         match self.prepare(source, tool, arguments).await {
-            Ok(planned) => self.send(planned, source, tool).await,
+            Ok(planned) => self.send(planned, tool).await,
             Err(result) => result,
         }
     }
@@ -72,7 +86,7 @@ impl Call<'_> {
         source: &Source,
         tool: &Tool,
         arguments: &Map<String, Value>,
-    ) -> Result<(PlannedRequest, Vec<(String, String)>), CallResult> {
+    ) -> Result<Prepared, CallResult> {
         let (spec, headers) = match source_config::import_config(source) {
             Ok(ImportConfig::OpenApi { spec, headers }) => (spec, headers),
             Ok(ImportConfig::Mcp { .. }) | Err(_) => {
@@ -83,6 +97,24 @@ impl Call<'_> {
                 )));
             }
         };
+        let shape = self.shape(source, tool, &spec, &headers).await?;
+        let base = base_url(source, &shape, &spec).map_err(not_executable)?;
+        let planned = request::plan(&shape, &base, arguments).map_err(plan_failure)?;
+        Ok(Prepared {
+            planned,
+            base,
+            configured: headers,
+        })
+    }
+
+    /// The operation's request shape, from the kept document or a freshly read one.
+    async fn shape(
+        &self,
+        source: &Source,
+        tool: &Tool,
+        spec: &SpecLocation,
+        headers: &[(String, String)],
+    ) -> Result<RequestShape, CallResult> {
         let (Some(method), Some(path)) = (&tool.method, &tool.path) else {
             return Err(not_executable(format!(
                 "the tool '{}' has no method and path, so it names no operation of the \
@@ -90,33 +122,15 @@ impl Call<'_> {
                 tool.id
             )));
         };
-        let shape = self.shape(source, &spec, &headers, method, path).await?;
-        let base = base_url(source, &shape, &spec).map_err(not_executable)?;
-        let planned = request::plan(&shape, &base, arguments).map_err(|error| match error {
-            PlanError::Arguments(message) => CallResult::failure(
-                CallOutcome::ToolError,
-                format!("the arguments cannot make the request: {message}"),
-                None,
-            ),
-            PlanError::NotExecutable(message) => not_executable(message),
-        })?;
-        Ok((planned, headers))
-    }
-
-    /// The operation's request shape, from the kept document or a freshly read one.
-    async fn shape(
-        &self,
-        source: &Source,
-        spec: &SpecLocation,
-        headers: &[(String, String)],
-        method: &str,
-        path: &str,
-    ) -> Result<RequestShape, CallResult> {
         let version = blake3::hash(
             &serde_json::to_vec(&json!([source.config, source.updated_at]))
                 .expect("JSON always serialises"),
         );
-        let read = || ingest::openapi_document(spec, headers);
+        let read = || async {
+            let read_at = chrono::Utc::now();
+            let value = ingest::openapi_document(spec, headers).await?;
+            Ok::<_, IngestError>(Document { value, read_at })
+        };
         loop {
             let (document, fresh) = self
                 .documents
@@ -124,15 +138,16 @@ impl Call<'_> {
                 .get(&source.id, version, read)
                 .await
                 .map_err(document_failure)?;
-            match request_shape(&document, method, path) {
+            match request_shape(&document.value, method, path) {
                 Ok(shape) => return Ok(shape),
-                Err(_) if !fresh && matches!(spec, SpecLocation::Url(_)) => {
+                Err(_) if !fresh && written_after(tool, &document) => {
                     self.documents.pool.forget(&source.id, &document).await;
                 }
                 Err(reason) => {
                     return Err(not_executable(format!(
-                        "the source's document does not describe this tool's operation \
-                         ({reason}); refresh the source"
+                        "the source's document does not describe the operation of tool '{}' \
+                         ({reason}); refresh the source",
+                        tool.id
                     )));
                 }
             }
@@ -141,23 +156,17 @@ impl Call<'_> {
 
     async fn send(
         &self,
-        (planned, configured): (PlannedRequest, Vec<(String, String)>),
-        source: &Source,
+        Prepared {
+            planned,
+            base,
+            configured,
+        }: Prepared,
         tool: &Tool,
     ) -> CallResult {
-        let mut url = match Url::parse(&planned.url) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") => url,
-            _ => {
-                return not_executable(format!(
-                    "the source's server URL does not make an http(s) URL ({}): set \
-                     config.base_url on source '{}'",
-                    planned.url, source.id
-                ));
-            }
+        let url = match request::target(&planned, &base) {
+            Ok(url) => url,
+            Err(error) => return plan_failure(error),
         };
-        if !planned.query.is_empty() {
-            url.query_pairs_mut().extend_pairs(&planned.query);
-        }
         let at = origin(&url);
         let method = match Method::from_bytes(planned.method.as_bytes()) {
             Ok(method) => method,
@@ -217,6 +226,13 @@ impl Call<'_> {
             tool.output_schema.as_deref(),
         )
     }
+}
+
+/// Whether `tool` was written after `document` was read: only then may a fresher document
+/// describe it (a document given inline is never read again).
+fn written_after(tool: &Tool, document: &Document) -> bool {
+    tool.updated_at
+        .is_some_and(|written| written > document.read_at)
 }
 
 /// Header parameters, the `Cookie` header of cookie parameters, then the source's configured
@@ -284,20 +300,35 @@ fn base_url(source: &Source, shape: &RequestShape, spec: &SpecLocation) -> Resul
     }
 }
 
+/// A call the source's config or document cannot make; the message may name them, so the
+/// agent reads only the kind.
 fn not_executable(message: String) -> CallResult {
-    CallResult::failure(CallOutcome::NotExecutable, message, None)
+    CallResult::hidden(CallOutcome::NotExecutable, message, None)
+}
+
+/// The result for arguments or a document that make no request: the agent's own mistake is
+/// told to it, the rest is hidden.
+fn plan_failure(error: PlanError) -> CallResult {
+    match error {
+        PlanError::Arguments(message) => CallResult::failure(
+            CallOutcome::ToolError,
+            format!("the arguments cannot make the request: {message}"),
+            None,
+        ),
+        PlanError::NotExecutable(message) => not_executable(message),
+    }
 }
 
 /// The result for a document that could not be read.
 fn document_failure(error: IngestError) -> CallResult {
     match error {
-        IngestError::Upstream(message) => CallResult::failure(
+        IngestError::Upstream(message) => CallResult::hidden(
             CallOutcome::Unreachable,
             format!("the source's OpenAPI document cannot be fetched: {message}"),
             None,
         ),
         IngestError::Definition(message) | IngestError::NotImportable(message) => {
-            CallResult::failure(
+            CallResult::hidden(
                 CallOutcome::BadUpstream,
                 format!("the source's OpenAPI document cannot be read: {message}"),
                 None,

@@ -10,8 +10,10 @@
 //! body is text. Any other media type cannot be sent ([`PlanError::NotExecutable`]).
 //!
 //! What the agent cannot do through its arguments: reach another host or path (path values are
-//! encoded as one segment each, and a path with a `.` or `..` segment is refused, since URL
-//! parsers resolve them), or set the request's framing and identity (`Host`, `Content-Type`,
+//! encoded as one segment each, a path with a `.` or `..` segment is refused, since URL
+//! parsers resolve them, a template that does not begin with `/` is refused, since a value
+//! would then extend the base URL's host or port, and [`target`] checks the final URL against
+//! the base before anything is sent: same scheme, userinfo, host and port, under its path), or set the request's framing and identity (`Host`, `Content-Type`,
 //! `Content-Length`, `Accept`, `Authorization` and the like are never taken from a header
 //! parameter; OpenAPI itself says `Accept`, `Content-Type` and `Authorization` parameters are
 //! ignored). The source's configured headers are added after the parameters and win over them.
@@ -101,6 +103,13 @@ pub fn plan(
     base_url: &str,
     arguments: &Map<String, Value>,
 ) -> Result<PlannedRequest, PlanError> {
+    if !shape.path.starts_with('/') {
+        return Err(PlanError::NotExecutable(
+            "the operation's path does not begin with '/', so its parameters would extend the \
+             server's host or port: refresh the source (such operations are not imported)"
+                .to_owned(),
+        ));
+    }
     let argument = |binding: &ParameterBinding| -> Result<Option<Value>, PlanError> {
         let value = match arguments.get(&binding.property) {
             None | Some(Value::Null) => return Ok(None),
@@ -200,11 +209,45 @@ fn fill_path(
         .split('/')
         .any(|segment| segment == "." || segment == "..")
     {
-        return Err(PlanError::Arguments(format!(
-            "a path parameter makes a '.' or '..' segment in {path}"
-        )));
+        return Err(PlanError::Arguments(
+            "a path parameter makes a '.' or '..' segment of the request's path".to_owned(),
+        ));
     }
     Ok(path)
+}
+
+/// The URL `planned` goes to, with its query, checked against `base_url` (the source's
+/// configured or documented server): whatever the document's template and the arguments, the
+/// request keeps the base's scheme, userinfo, host and port, and stays under its path. A URL
+/// that does not is refused here, so no argument can send the source's credentials elsewhere.
+pub fn target(planned: &PlannedRequest, base_url: &str) -> Result<reqwest::Url, PlanError> {
+    let escapes = || {
+        PlanError::NotExecutable(
+            "the request's URL would leave the source's server, so it is not sent".to_owned(),
+        )
+    };
+    let base = reqwest::Url::parse(base_url).map_err(|_| {
+        PlanError::NotExecutable("the source's server URL is not an absolute URL".to_owned())
+    })?;
+    if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+        return Err(PlanError::NotExecutable(
+            "the source's server URL is not an http(s) URL: set config.base_url".to_owned(),
+        ));
+    }
+    let mut url = reqwest::Url::parse(&planned.url).map_err(|_| escapes())?;
+    let same_authority = url.scheme() == base.scheme()
+        && url.username() == base.username()
+        && url.password() == base.password()
+        && url.host() == base.host()
+        && url.port_or_known_default() == base.port_or_known_default();
+    let under = url.path().starts_with(base.path().trim_end_matches('/'));
+    if !same_authority || !under {
+        return Err(escapes());
+    }
+    if !planned.query.is_empty() {
+        url.query_pairs_mut().extend_pairs(&planned.query);
+    }
+    Ok(url)
 }
 
 fn encode(text: &str) -> String {

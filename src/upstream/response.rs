@@ -10,7 +10,8 @@
 //!   ([`CallOutcome::TooLarge`]), unread.
 //!
 //! Failures to get an answer are told apart: a timeout, a refused connection or an unknown
-//! host (named, without the path and query, which hold the call's arguments).
+//! host. Their causes quote the request's URL, so they are [`CallResult::hidden`]: the agent
+//! reads the kind of failure, the log the cause.
 
 use base64::Engine as _;
 use reqwest::StatusCode;
@@ -46,25 +47,25 @@ pub fn origin(url: &reqwest::Url) -> String {
 pub fn send_failure(error: &reqwest::Error, at: &str, timeout: std::time::Duration) -> CallResult {
     let why = crate::ingest::why(error, timeout);
     if error.is_timeout() {
-        CallResult::failure(
+        CallResult::hidden(
             CallOutcome::Timeout,
             format!("the upstream at {at} gave no answer in time: {why}"),
             None,
         )
     } else if error.is_connect() {
-        CallResult::failure(
+        CallResult::hidden(
             CallOutcome::Unreachable,
             format!("the upstream at {at} cannot be reached: {why}"),
             None,
         )
     } else if error.is_builder() {
-        CallResult::failure(
+        CallResult::hidden(
             CallOutcome::NotExecutable,
             format!("no request can be made to {at}: {why}"),
             None,
         )
     } else {
-        CallResult::failure(
+        CallResult::hidden(
             CallOutcome::Unreachable,
             format!("the request to {at} failed: {why}"),
             None,
@@ -81,7 +82,7 @@ pub async fn read_capped(
 ) -> Result<Vec<u8>, CallResult> {
     let status = response.status().as_u16();
     let too_large = || {
-        CallResult::failure(
+        CallResult::hidden(
             CallOutcome::TooLarge,
             format!(
                 "the upstream at {at} answered with more than {max_bytes} bytes, more than a call may return"
@@ -113,7 +114,7 @@ pub async fn read_capped(
                 } else {
                     CallOutcome::BadUpstream
                 };
-                return Err(CallResult::failure(
+                return Err(CallResult::hidden(
                     outcome,
                     format!(
                         "the upstream at {at} broke off its answer: {}",
@@ -220,6 +221,7 @@ fn success(content: Value, structured: Option<Value>, status: u16) -> CallResult
         result,
         outcome: CallOutcome::Ok,
         upstream_status: Some(status),
+        cause: None,
     }
 }
 

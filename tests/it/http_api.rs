@@ -261,6 +261,41 @@ async fn a_client_that_accepts_zstd_or_gzip_gets_the_compressed_manifest_made_on
 }
 
 #[tokio::test]
+async fn a_small_manifest_is_never_coded_under_the_plain_bodys_tag() {
+    let gateway = gateway_with_demo().await;
+    let token = Gateway::token(json!({"sub": "a", "roles": ["staff", "reader"]}));
+    let plain = gateway.get("/agents/tools", &token).await;
+    assert!(plain.body.len() < 1024, "{} bytes", plain.body.len());
+    let etag = plain.header("etag").expect("etag").to_owned();
+    for path in ["/agents/tools", "/admin/sources/billing"] {
+        let bearer = if path.starts_with("/admin") {
+            Gateway::admin()
+        } else {
+            token.clone()
+        };
+        let reply = gateway
+            .client
+            .get(format!("{}{path}", gateway.base))
+            .bearer_auth(bearer)
+            .header("accept-encoding", "gzip")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(reply.status(), StatusCode::OK, "{path}");
+        let tag = reply
+            .headers()
+            .get("etag")
+            .map(|v| v.to_str().expect("text").to_owned());
+        let coding = reply.headers().get("content-encoding");
+        assert!(
+            coding.is_none() || tag.as_deref() != Some(etag.as_str()),
+            "{path}: {coding:?} under the plain tag {tag:?}"
+        );
+        assert_eq!(coding, None, "{path}: a tagged answer is sent as it is");
+    }
+}
+
+#[tokio::test]
 async fn an_admin_change_is_visible_to_the_next_read() {
     let gateway = gateway_with_demo().await;
     let claims = json!({"sub": "a", "roles": ["staff"]});

@@ -17,6 +17,7 @@ mod conformance_core;
 mod decision_model;
 mod decisions;
 mod domain_purity;
+mod hostile_upstreams;
 mod http_api;
 mod http_attribution;
 mod http_audit;

@@ -323,6 +323,48 @@ async fn a_session_answers_only_to_its_own_subject_and_ends_when_deleted() {
 }
 
 #[tokio::test]
+async fn tokens_without_a_string_sub_cannot_use_or_end_each_others_sessions() {
+    let gateway = gateway_with(100).await;
+    let iss = "https://idp.example.com/realms/agents";
+    let first = Gateway::token(json!({"roles": ["reader"], "tenant": "t1", "iss": iss}));
+    let second = Gateway::token(json!({"roles": ["reader"], "tenant": "t2", "iss": iss}));
+    let numeric = Gateway::token(json!({"sub": 7, "roles": ["reader"], "iss": iss}));
+    let (session, _) = initialize(&gateway, &first, "2025-11-25").await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let list = request(3, "tools/list", json!({}));
+    for other in [&second, &numeric] {
+        post(&gateway, Some(other), &headers, list.clone())
+            .await
+            .problem(404);
+        let deleted = gateway
+            .client
+            .delete(format!("{}/mcp", gateway.base))
+            .bearer_auth(other.as_str())
+            .header("mcp-session-id", session.as_str())
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(deleted.status(), StatusCode::NOT_FOUND);
+    }
+    // A new token of the same identity (another iat and exp) keeps the session.
+    let later = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs()
+        + 900;
+    let refreshed = Gateway::token(
+        json!({"roles": ["reader"], "tenant": "t1", "iss": iss, "exp": later, "jti": "j2"}),
+    );
+    assert_ne!(refreshed, first);
+    post(&gateway, Some(&refreshed), &headers, list)
+        .await
+        .expect(StatusCode::OK);
+}
+
+#[tokio::test]
 async fn every_request_needs_a_token_and_a_401_names_the_metadata_document() {
     let gateway = gateway_with(100).await;
     let (session, _) = initialize(&gateway, &reader(), "2025-11-25").await;
@@ -586,6 +628,66 @@ fn with_allowed(policy: &str, groups: Value) -> Value {
         }
     }
     catalog
+}
+
+#[tokio::test]
+async fn a_tool_whose_id_makes_a_listed_tools_mcp_name_is_refused_not_renamed() {
+    let gateway = gateway_with(100).await;
+    let (session, _) = initialize(&gateway, &reader(), "2025-11-25").await;
+    let names = |listed: Value| -> Vec<String> {
+        listed["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+            .collect()
+    };
+    let before = names(call(&gateway, &reader(), &session, "tools/list", json!({})).await);
+    assert!(
+        before.contains(&"billing.list_invoices".to_owned()),
+        "{before:?}"
+    );
+    let twin = json!({"id": "billing.list_invoices", "source_id": "billing",
+                      "operation_id": "twin", "name": "twin", "method": "GET"});
+    let problem = gateway
+        .request(Method::POST, "/admin/tools", Some(&admin()), Some(twin))
+        .await
+        .problem(409);
+    assert_eq!(problem["errors"][0]["field"], "id", "{problem}");
+    assert!(
+        problem["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("MCP name 'billing.list_invoices'")),
+        "{problem}"
+    );
+    let after = names(call(&gateway, &reader(), &session, "tools/list", json!({})).await);
+    assert_eq!(before, after, "no name moved");
+}
+
+#[tokio::test]
+async fn a_new_title_of_a_listed_tool_is_a_list_change() {
+    let gateway = gateway_with(100).await;
+    let (session, _) = initialize(&gateway, &reader(), "2025-11-25").await;
+    let mut stream = open_stream(&gateway, &reader(), &session, None).await;
+    stream.event(WAIT).await; // priming
+    let mut titled = catalog();
+    titled["tools"][0]["title"] = json!("List invoices");
+    put_catalog(&gateway, titled).await;
+    list_changed(&mut stream).await.expect("an event id");
+    let listed = call(&gateway, &reader(), &session, "tools/list", json!({})).await;
+    let titles: Vec<&Value> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| &tool["title"])
+        .collect();
+    assert!(titles.contains(&&json!("List invoices")), "{listed}");
+    // A title of a tool the reader does not see changes nothing for it.
+    let mut hidden = catalog();
+    hidden["tools"][0]["title"] = json!("List invoices");
+    hidden["tools"][1]["title"] = json!("Refund");
+    put_catalog(&gateway, hidden).await;
+    stream.no_event(QUIET).await;
 }
 
 #[tokio::test]

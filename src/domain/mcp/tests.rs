@@ -1,11 +1,11 @@
-//! MCP names (valid, unique, stable, collisions resolved by the ids alone) and tool objects.
+//! MCP names (valid, unique, each a function of its id alone) and tool objects.
 
 use std::collections::HashSet;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{MAX_NAME_LEN, McpCatalog, TOOL_ID_META, is_valid_name, names};
+use super::{MAX_NAME_LEN, McpCatalog, TOOL_ID_META, is_valid_name, name_of, names};
 use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::model::Catalog;
@@ -46,61 +46,40 @@ fn names_follow_the_rule_case_by_case() {
 }
 
 #[test]
-fn an_id_that_is_a_name_keeps_it_and_derived_ones_move_aside() {
+fn a_name_depends_on_its_id_alone_and_a_shared_derived_name_is_no_ones() {
+    // What validation refuses to store: the literal id keeps its name, derived ones lose it
+    // rather than take another one (a rename a client would not be told of).
     let got = named(&["a:b", "a.b", "a/b"]);
-    assert_eq!(
-        got[1].as_deref(),
-        Some("a.b"),
-        "the literal id keeps its name"
-    );
-    assert_eq!(got[0], Some(format!("a.b-{}", hash8("a:b"))));
-    assert_eq!(got[2], Some(format!("a.b-{}", hash8("a/b"))));
-    // Two derived names meet with no literal id: both take a suffix.
-    let got = named(&["x y", "x?y"]);
-    assert_eq!(got[0], Some(format!("x_y-{}", hash8("x y"))));
-    assert_eq!(got[1], Some(format!("x_y-{}", hash8("x?y"))));
-}
-
-#[test]
-fn a_derived_name_that_cannot_be_separated_from_an_id_is_dropped() {
-    // The adversarial catalog: literal ids equal to every suffixed form of the derived name.
-    let derived = "a:b";
-    let hash = blake3::hash(derived.as_bytes()).to_hex().to_string();
-    let literals: Vec<String> = std::iter::once("a.b".to_owned())
-        .chain([8, 16, 32, 64].map(|digits| format!("a.b-{}", &hash[..digits])))
-        .collect();
-    let mut ids: Vec<&str> = literals.iter().map(String::as_str).collect();
-    ids.push(derived);
-    let got = named(&ids);
-    assert_eq!(got.last(), Some(&None), "no name rather than a shared one");
-    for (id, name) in ids.iter().zip(&got).take(literals.len()) {
-        assert_eq!(name.as_deref(), Some(*id));
-    }
+    assert_eq!(got, [None, Some("a.b".to_owned()), None]);
+    let got = named(&["x y", "x?y", "z"]);
+    assert_eq!(got, [None, None, Some("z".to_owned())]);
+    // Adding a tool never renames another one.
+    assert_eq!(named(&["a:b", "c"])[0].as_deref(), Some("a.b"));
 }
 
 proptest! {
     /// Over ids drawn from a small alphabet (collisions are common): every name is valid or
-    /// absent, names are unique, and a name that collides with nothing is the id's own first
-    /// choice, whatever else is in the catalog.
+    /// absent, names are unique, every name present is the id's own (whatever else is in the
+    /// catalog), and only a derived name that another id also has is absent.
     #[test]
-    fn names_are_valid_unique_and_depend_on_the_id(
+    fn names_are_valid_unique_and_depend_on_the_id_alone(
         ids in prop::collection::hash_set("[ab:./ _-]{1,6}", 1..40)
     ) {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let got = named(&ids);
         let mut seen = HashSet::new();
         for (id, name) in ids.iter().zip(&got) {
-            let name = name.as_deref().expect("only an adversarial catalog loses a name");
-            prop_assert!(is_valid_name(name), "{name:?} for {id:?}");
-            prop_assert!(seen.insert(name.to_owned()), "{name:?} twice");
-            let alone = named(&[id]).remove(0).expect("a name");
-            if is_valid_name(id) {
-                prop_assert_eq!(name, *id);
-            } else {
-                prop_assert!(
-                    name == alone || name.starts_with(&format!("{alone}-")),
-                    "{name:?} is not derived from {alone:?}"
-                );
+            let own = name_of(id);
+            prop_assert!(is_valid_name(&own), "{own:?} for {id:?}");
+            match name {
+                Some(name) => {
+                    prop_assert_eq!(name, &own);
+                    prop_assert!(seen.insert(name.clone()), "{name:?} twice");
+                }
+                None => {
+                    prop_assert!(!is_valid_name(id));
+                    prop_assert!(ids.iter().any(|other| other != id && name_of(other) == own));
+                }
             }
         }
     }

@@ -301,3 +301,47 @@ fn normalize_fills_tool_ids_from_source_and_operation() {
     explicit.normalize();
     assert_eq!(explicit.tools[0].id, "custom");
 }
+
+#[test]
+fn a_tool_whose_id_makes_another_tools_mcp_name_is_a_conflict() {
+    let mut catalog = valid();
+    let mut twin = catalog.tools[0].clone();
+    twin.id = "billing.list".to_owned();
+    catalog.tools.push(twin);
+    let error = only_error(&catalog);
+    assert_eq!(error.field, "tools[2].id");
+    assert_eq!(error.kind, ErrorKind::Conflict);
+    assert!(
+        error.message.contains("MCP name 'billing.list'") && error.message.contains("tools[0]"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn a_mask_in_a_secrets_place_is_refused_where_nothing_stands_behind_it() {
+    // A `GET /admin/catalog` export read back as a seed or by `toolgate check`: "***" there
+    // would be sent upstream as the credential.
+    let mut catalog = valid();
+    catalog.sources[0].config = serde_json::from_value(json!({
+        "headers": {"X-Api-Key": "***", "X-Trace": "t"},
+        "auth": {"client_secret": "***", "scopes": ["***"]},
+        "spec": {"paths": {}, "components": {"securitySchemes": {"api_token": "***"}}}
+    }))
+    .expect("an object");
+    let errors = validate(&catalog);
+    let mut masked: Vec<&str> = errors
+        .iter()
+        .filter(|e| e.message.contains("none is stored here"))
+        .map(|e| e.field.as_str())
+        .collect();
+    masked.sort_unstable();
+    assert_eq!(
+        masked,
+        [
+            "sources[0].config.auth.client_secret",
+            "sources[0].config.headers.X-Api-Key",
+            "sources[0].config.spec.components.securitySchemes.api_token"
+        ]
+    );
+}

@@ -176,7 +176,7 @@ fn initialize(
     let version = Version::parse(asked)
         .filter(|version| !version.is_stateless())
         .unwrap_or(Version::NEWEST_WITH_SESSIONS);
-    let (id, _created) = state.mcp.sessions.create(agent.sub(), version);
+    let (id, _created) = state.mcp.sessions.create(&agent.identity(), version);
     let result = json!({
         "protocolVersion": version.as_str(),
         "capabilities": {"tools": {"listChanged": true}},

@@ -304,7 +304,7 @@ fn session_context(
     let session = state
         .mcp
         .sessions
-        .touch(id, agent.sub())
+        .touch(id, &agent.identity())
         .ok_or_else(session_not_found)?;
     if let Some(value) = headers.get(PROTOCOL_VERSION) {
         let text = value.to_str().unwrap_or_default();
@@ -409,7 +409,7 @@ async fn delete_mcp(
     if state
         .mcp
         .sessions
-        .end(id.to_str().unwrap_or_default(), agent.sub())
+        .end(id.to_str().unwrap_or_default(), &agent.identity())
     {
         StatusCode::NO_CONTENT.into_response()
     } else {

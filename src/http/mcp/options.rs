@@ -56,19 +56,21 @@ pub fn with_meta(
     Ok(options)
 }
 
-/// A list option: a comma-separated string (as in the URL) or an array of strings.
+/// A list option: a comma-separated string (as in the URL) or an array of strings, each
+/// comma-separated too (as REST and AuthZEN read them).
 fn list(field: &str, value: &Value) -> Result<Vec<String>, RpcError> {
     match value {
         Value::String(text) => Ok(ManifestOptions::list(text)),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(|item| item.trim().to_owned())
-                    .ok_or_else(|| wrong(field, "a string or an array of strings"))
-            })
-            .filter(|item| item.as_ref().map_or(true, |item| !item.is_empty()))
-            .collect(),
+        Value::Array(items) => {
+            let texts = items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .ok_or_else(|| wrong(field, "a string or an array of strings"))
+                })
+                .collect::<Result<Vec<&str>, RpcError>>()?;
+            Ok(ManifestOptions::list_of(texts))
+        }
         _ => Err(wrong(field, "a string or an array of strings")),
     }
 }
@@ -97,12 +99,16 @@ mod tests {
         let got = with_meta(
             &base,
             Some(&meta(
-                json!({"toolgate/group": ["b", " c "], "toolgate/tools": "x*, y",
+                json!({"toolgate/group": ["b", " c ,d", ""], "toolgate/tools": "x*, y",
                               "progressToken": 1, "io.modelcontextprotocol/x": {}}),
             )),
         )
         .expect("valid");
-        assert_eq!(got.groups, Some(vec!["b".into(), "c".into()]));
+        assert_eq!(
+            got.groups,
+            Some(vec!["b".into(), "c".into(), "d".into()]),
+            "items are split on commas as REST and AuthZEN split them"
+        );
         assert_eq!(got.tools, Some(vec!["x*".into(), "y".into()]));
         assert_eq!(got.state.as_deref(), Some("s"), "kept from the URL");
         assert_eq!(with_meta(&base, None).expect("valid"), base);

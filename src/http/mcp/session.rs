@@ -1,7 +1,8 @@
 //! MCP sessions of the 2025 protocol revisions: what `initialize` creates and `Mcp-Session-Id`
 //! names. A session holds no authority: the bearer token is verified on every request, and a
-//! session answers only to the subject (`sub`) that created it — to anyone else it does not
-//! exist (404), so a leaked session id is worth nothing without that subject's token.
+//! session answers only to the identity that created it (a hash of the token's claims,
+//! [`crate::http::extract::Agent::identity`]; "subject" below) — to anyone else it does not
+//! exist (404), so a leaked session id is worth nothing without a token of that identity.
 //!
 //! Sessions live in this instance's memory (a client whose session is unknown, after a restart
 //! or on another instance, gets 404 and starts a new one, as the transport specifies). They are

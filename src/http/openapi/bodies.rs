@@ -40,6 +40,9 @@ pub struct ManifestEntry {
     #[schema(example = "billing:list_invoices")]
     tool_id: String,
     name: String,
+    /// Only when the tool has a title (MCP clients show it in place of the name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
     description: String,
     /// A JSON Schema object.
     #[schema(value_type = Object)]

@@ -110,6 +110,15 @@ pub fn tools_from_document(document: &Value) -> Result<Import, IngestError> {
                 continue;
             }
         };
+        if !path.starts_with('/') {
+            let reason = "the path does not begin with '/' (OpenAPI paths do): a parameter at \
+                          its start would extend the server's host or port"
+                .to_owned();
+            import
+                .issues
+                .push(ImportIssue::skipped(path.clone(), None, reason));
+            continue;
+        }
         let path_parameters = item.get("parameters").and_then(Value::as_array);
         for method in METHODS {
             let Some(operation) = item.get(method) else {

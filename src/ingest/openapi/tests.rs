@@ -362,3 +362,39 @@ fn operations_past_the_import_budget_are_skipped_and_reported() {
     };
     assert!(reason.contains("distinct schemas"), "{reason}");
 }
+
+#[test]
+fn a_path_that_does_not_begin_with_a_slash_is_skipped_with_its_reason() {
+    let ok = json!({"responses": {"200": {"description": "ok"}}});
+    let imported = import(json!({
+        "openapi": "3.1.0",
+        "paths": {
+            "{tenant}": {"get": {"operationId": "tenant", "parameters": [
+                {"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}}
+            ], "responses": {}}},
+            "pets": {"get": ok},
+            "/pets": {"get": {"operationId": "pets", "responses": {}}}
+        }
+    }));
+    let ids: Vec<&str> = imported
+        .tools
+        .iter()
+        .map(|t| t.operation_id.as_str())
+        .collect();
+    assert_eq!(ids, ["pets"]);
+    let mut skipped: Vec<(String, IssueOutcome)> = reasons(&imported)
+        .into_iter()
+        .map(|(at, outcome, reason)| {
+            assert!(reason.contains("does not begin with '/'"), "{reason}");
+            (at, outcome)
+        })
+        .collect();
+    skipped.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        skipped,
+        [
+            ("pets".to_owned(), IssueOutcome::Skipped),
+            ("{tenant}".to_owned(), IssueOutcome::Skipped)
+        ]
+    );
+}

@@ -403,3 +403,155 @@ fn a_shape_read_from_a_document_plans_the_request_the_document_describes() {
         ]
     );
 }
+
+#[test]
+fn a_template_without_a_leading_slash_is_refused_before_any_value_is_placed() {
+    let shape = shape(
+        "{port}",
+        vec![binding("port", "port", Path, "simple", false)],
+        None,
+    );
+    let refused = plan(
+        &shape,
+        "http://127.0.0.1:4631",
+        &arguments(json!({"port": "9"})),
+    );
+    assert!(
+        matches!(&refused, Err(PlanError::NotExecutable(why)) if why.contains("begin with '/'")),
+        "{refused:?}"
+    );
+}
+
+/// A planned request with this URL, to check [`target`] alone.
+fn planned_at(url: &str) -> PlannedRequest {
+    PlannedRequest {
+        method: "GET".to_owned(),
+        url: url.to_owned(),
+        query: vec![("q".to_owned(), "a&b=c".to_owned())],
+        headers: Vec::new(),
+        cookies: Vec::new(),
+        body: None,
+    }
+}
+
+#[test]
+fn the_target_keeps_the_base_authority_and_path_or_is_refused() {
+    let base = "https://user:pw@api.example:8443/v1";
+    let kept = target(&planned_at("https://user:pw@api.example:8443/v1/x"), base).expect("kept");
+    assert_eq!(
+        kept.as_str(),
+        "https://user:pw@api.example:8443/v1/x?q=a%26b%3Dc"
+    );
+    for escaped in [
+        "https://user:pw@api.example:84439/v1/x",
+        "https://user:pw@api.example.evil:8443/v1/x",
+        "https://api.example:8443/v1/x",
+        "https://other:pw@api.example:8443/v1/x",
+        "http://user:pw@api.example:8443/v1/x",
+        "https://user:pw@api.example:8443/v2/x",
+        "https://user:pw@api.example:8443/",
+        "https://user:pw@api.example:8443/v1/../admin",
+        "not a url",
+    ] {
+        let refused = target(&planned_at(escaped), base);
+        assert!(
+            matches!(&refused, Err(PlanError::NotExecutable(_))),
+            "{escaped}: {refused:?}"
+        );
+    }
+    let refused = target(&planned_at("ftp://h/x"), "ftp://h");
+    assert!(matches!(refused, Err(PlanError::NotExecutable(_))));
+}
+
+/// Hostile values, and characters hostile templates are made of.
+const HOSTILE: [&str; 24] = [
+    "@",
+    ":",
+    "//",
+    "/",
+    "%2F",
+    "%2f",
+    "..",
+    ".",
+    "\\",
+    "?",
+    "#",
+    "[::1]",
+    "[",
+    "]",
+    "\u{3002}",
+    "\u{ff0e}",
+    "\u{2024}",
+    "%2e%2e",
+    "evil.example",
+    "9",
+    ":80",
+    "user@",
+    "%40",
+    "\t",
+];
+
+fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        prop_oneof![
+            proptest::sample::select(HOSTILE.to_vec()).prop_map(str::to_owned),
+            "[a-z0-9]{0,3}",
+        ],
+        0..5,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(10_000))]
+
+    /// Whatever the document's template and the agent's values, a request that is planned
+    /// and passes [`target`] goes to the base's scheme, userinfo, host and port, under its
+    /// path; and a template that begins with `/` with hostile values never leaves the base.
+    #[test]
+    fn no_template_or_value_moves_the_request_off_the_base(
+        base in proptest::sample::select(vec![
+            "http://127.0.0.1:4631", "https://api.example/v1/", "http://u:p@[::1]:8080/a",
+            "https://api.example:443",
+        ]),
+        literal in hostile_text(),
+        slash in proptest::bool::ANY,
+        values in proptest::collection::vec(hostile_text(), 2),
+        style in proptest::sample::select(vec!["simple", "label", "matrix"]),
+    ) {
+        let template = format!("{}{literal}{{a}}/{{b}}", if slash { "/" } else { "" });
+        let shape = shape(
+            &template,
+            vec![
+                binding("a", "a", Path, style, false),
+                binding("b", "b", Path, "simple", false),
+            ],
+            None,
+        );
+        let given = arguments(json!({"a": values[0], "b": values[1]}));
+        let base_url = reqwest::Url::parse(base).expect("a base");
+        match plan(&shape, base, &given) {
+            Ok(planned) => {
+                proptest::prop_assert!(
+                    template.starts_with('/'),
+                    "a template without '/' was planned: {template}"
+                );
+                if let Ok(url) = target(&planned, base) {
+                    proptest::prop_assert_eq!(url.origin(), base_url.origin());
+                    proptest::prop_assert_eq!(url.username(), base_url.username());
+                    proptest::prop_assert_eq!(url.password(), base_url.password());
+                    proptest::prop_assert!(
+                        url.path().starts_with(base_url.path().trim_end_matches('/'))
+                    );
+                } else {
+                    // Only the document's own literal can make a URL that leaves the base:
+                    // the values are encoded as one segment each.
+                    proptest::prop_assert!(!literal.is_empty(), "{template} {given:?}");
+                }
+            }
+            Err(PlanError::NotExecutable(_)) => proptest::prop_assert!(!template.starts_with('/')),
+            Err(PlanError::Arguments(_)) => {}
+        }
+    }
+}

@@ -127,7 +127,7 @@ fn unknown_names_are_refused_and_tool_id_is_always_there() {
     let error = Fields::parse(["name", "outputschema"]).expect_err("not a field");
     assert_eq!(
         error.to_string(),
-        "'outputschema' is not a manifest entry field; expected tool_id, name, description, \
+        "'outputschema' is not a manifest entry field; expected tool_id, name, title, description, \
          input_schema, output_schema, source_id, source_path, method, tags, version, \
          available_in_states, next_state, groups"
     );
