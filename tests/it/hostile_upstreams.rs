@@ -18,6 +18,8 @@ use serde_json::{Map, Value, json};
 use toolgate::domain::model::{Source, Tool};
 use toolgate::upstream::{CallLimits, CallOutcome, CallResult, Upstream};
 
+use crate::support::upstream::serve;
+
 const CANARY: &str = "Cr3dCanary";
 
 fn source(id: &str, kind: &str, config: Value) -> Source {
@@ -43,17 +45,6 @@ fn closed_port() -> u16 {
         .local_addr()
         .expect("addr")
         .port()
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
 }
 
 /// Captures what the calls log, at every level.

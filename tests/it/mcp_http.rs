@@ -160,6 +160,19 @@ async fn call(gateway: &Gateway, token: &str, session: &str, method: &str, param
     .json()
 }
 
+/// `DELETE /mcp` of `session` with `token`: the status.
+async fn end_session(gateway: &Gateway, token: &str, session: &str) -> StatusCode {
+    gateway
+        .client
+        .delete(format!("{}/mcp", gateway.base))
+        .bearer_auth(token)
+        .header("mcp-session-id", session)
+        .send()
+        .await
+        .expect("sent")
+        .status()
+}
+
 /// The headers of a 2026-07-28 request.
 fn modern(method: &'static str) -> [(&'static str, &'static str); 2] {
     [
@@ -295,28 +308,15 @@ async fn a_session_answers_only_to_its_own_subject_and_ends_when_deleted() {
     )
     .await
     .problem(400);
-    let deleted = gateway
-        .client
-        .delete(format!("{}/mcp", gateway.base))
-        .bearer_auth(other.as_str())
-        .header("mcp-session-id", session.as_str())
-        .send()
-        .await
-        .expect("sent");
     assert_eq!(
-        deleted.status(),
+        end_session(&gateway, &other, &session).await,
         StatusCode::NOT_FOUND,
         "not another subject's to end"
     );
-    let deleted = gateway
-        .client
-        .delete(format!("{}/mcp", gateway.base))
-        .bearer_auth(reader())
-        .header("mcp-session-id", session.as_str())
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        end_session(&gateway, &reader(), &session).await,
+        StatusCode::NO_CONTENT
+    );
     post(&gateway, Some(&reader()), &headers, list)
         .await
         .problem(404);
@@ -339,15 +339,10 @@ async fn tokens_without_a_string_sub_cannot_use_or_end_each_others_sessions() {
         post(&gateway, Some(other), &headers, list.clone())
             .await
             .problem(404);
-        let deleted = gateway
-            .client
-            .delete(format!("{}/mcp", gateway.base))
-            .bearer_auth(other.as_str())
-            .header("mcp-session-id", session.as_str())
-            .send()
-            .await
-            .expect("sent");
-        assert_eq!(deleted.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            end_session(&gateway, other, &session).await,
+            StatusCode::NOT_FOUND
+        );
     }
     // A new token of the same identity (another iat and exp) keeps the session.
     let later = std::time::SystemTime::now()
@@ -721,14 +716,7 @@ async fn the_session_stream_tells_exactly_when_the_callers_manifest_changed() {
     current.no_event(QUIET).await;
 
     // Ending the session ends its streams.
-    gateway
-        .client
-        .delete(format!("{}/mcp", gateway.base))
-        .bearer_auth(reader())
-        .header("mcp-session-id", session.as_str())
-        .send()
-        .await
-        .expect("sent");
+    end_session(&gateway, &reader(), &session).await;
     loop {
         match stream.next(WAIT).await {
             Next::End => break,

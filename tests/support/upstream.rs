@@ -69,6 +69,11 @@ pub async fn echo_server() -> String {
             }),
         )
         .fallback(echo);
+    format!("{}/api", serve(app).await)
+}
+
+/// Serves `app` on a random loopback port in the background; returns `http://127.0.0.1:PORT`.
+pub async fn serve(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -76,7 +81,7 @@ pub async fn echo_server() -> String {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    format!("http://{addr}/api")
+    format!("http://{addr}")
 }
 
 /// Serves `GET /spec` with the current document, or 500 when it is `None`.
