@@ -1,5 +1,7 @@
-//! Streams whose readers stop reading cannot pin memory (issue 12, item 7): each stream's queue
-//! is bounded in bytes, and past it the queue is dropped for one fresh snapshot later.
+//! Streams whose readers stop reading cannot pin memory (issue 12, item 7; issue 24, item 8):
+//! each stream's queue is bounded in bytes, all streams' queues together too, and past either
+//! bound a queue is dropped for one fresh snapshot later. An event takes exactly its length in
+//! memory (a buffer that grew by doubling once pinned twice what the queues counted).
 //!
 //! Measured on the `toolgate` binary as a child process (its own RSS, from `/proc`): one token
 //! opens 16 streams that never read (`?tools=*,x0` … `x15`, so 16 distinct manifests and 16
@@ -69,13 +71,33 @@ async fn put_catalog(client: &reqwest::Client, base: &str, round: usize) {
 
 /// RSS (before, after) of a fresh gateway through [`CHANGES`] changes with `stalled` streams
 /// that never read and one that does, and the slowest change to reach the reading one.
-async fn run(stalled_count: usize) -> (u64, u64, Duration) {
+/// What one run measured.
+struct Run {
+    before: u64,
+    after: u64,
+    slowest: Duration,
+    /// `toolgate_stream_bytes{state="queued"}` and `…{state="writing"}` after the changes.
+    queued: f64,
+    writing: f64,
+    /// `toolgate_stream_budget_coalesced_total` after the changes.
+    coalesced: f64,
+}
+
+/// The value of the metric line that starts with `series` (name and labels).
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series))
+        .and_then(|rest| rest.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+async fn run(stalled_count: usize, total_bytes: Option<&str>) -> Run {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut gateway = Process::serve_with_env(
-        dir.path(),
-        &[],
-        &[("TOOLGATE_BODY_LIMIT_BYTES", "16777216")],
-    );
+    let mut env = vec![("TOOLGATE_BODY_LIMIT_BYTES", "16777216")];
+    if let Some(total) = total_bytes {
+        env.push(("TOOLGATE_CACHE_STREAM_TOTAL_BYTES", total));
+    }
+    let mut gateway = Process::serve_with_env(dir.path(), &[], &env);
     let pid = gateway.child.id();
     let client = reqwest::Client::new();
     put_catalog(&client, &gateway.base, 0).await;
@@ -117,16 +139,37 @@ async fn run(stalled_count: usize) -> (u64, u64, Duration) {
         let started = Instant::now();
         put_catalog(&client, &gateway.base, round).await;
         let event = fast.event(Duration::from_secs(30)).await;
-        assert_eq!(event.event, "tools_changed");
-        assert_eq!(event.ids("updated").len(), TOOLS);
+        if total_bytes.is_some() && event.event == "tools" {
+            // Past the shared budget (the stalled streams' unsent snapshots alone fill it)
+            // every stream is coalesced to a snapshot: the whole manifest, still current.
+            assert_eq!(event.json()["count"], TOOLS, "{round}");
+        } else {
+            assert_eq!(event.event, "tools_changed");
+            assert_eq!(event.ids("updated").len(), TOOLS);
+        }
         slowest = slowest.max(started.elapsed());
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss(pid);
+    let metrics = client
+        .get(format!("{}/metrics", gateway.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
     drop(stalled);
     gateway.signal("KILL");
     gateway.wait(Duration::from_secs(10));
-    (before, after, slowest)
+    Run {
+        before,
+        after,
+        slowest,
+        queued: metric(&metrics, "toolgate_stream_bytes{state=\"queued\"}"),
+        writing: metric(&metrics, "toolgate_stream_bytes{state=\"writing\"}"),
+        coalesced: metric(&metrics, "toolgate_stream_budget_coalesced_total"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,28 +177,55 @@ async fn stalled_streams_cost_a_bounded_amount_of_memory() {
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     // The same changes without stalled streams: what the catalog revisions, the store and the
     // allocator cost, which the stalled streams must not add much to.
-    let (control_before, control_after, control_slowest) = run(0).await;
-    let (before, after, slowest) = run(STALLED).await;
-    let control = control_after.saturating_sub(control_before);
-    let grown = after.saturating_sub(before);
+    let control = run(0, None).await;
+    let stalled = run(STALLED, None).await;
+    // The same with all streams' queues bounded at 16 MiB together.
+    let bounded = run(STALLED, Some("16777216")).await;
+    let growth = |run: &Run| run.after.saturating_sub(run.before);
+    let line = |name: &str, run: &Run| {
+        println!(
+            "{name}: RSS +{:.0} MiB ({:.0} -> {:.0}); streams hold {:.1} MiB queued, {:.1} MiB \
+             being written; {} coalesced to fit the budget; slowest change to a reading stream \
+             {:?}",
+            mib(growth(run)),
+            mib(run.before),
+            mib(run.after),
+            run.queued / 1048576.0,
+            run.writing / 1048576.0,
+            run.coalesced,
+            run.slowest,
+        );
+    };
     println!(
-        "{CHANGES} changes of a {:.1} MB manifest: RSS +{:.0} MiB ({:.0} -> {:.0}) without \
-         stalled streams, +{:.0} MiB ({:.0} -> {:.0}) with {STALLED}; slowest change to reach \
-         a reading stream {control_slowest:?} / {slowest:?}",
-        (TOOLS * DESCRIPTION_BYTES) as f64 / 1e6,
-        mib(control),
-        mib(control_before),
-        mib(control_after),
-        mib(grown),
-        mib(before),
-        mib(after),
+        "{CHANGES} changes of a {:.1} MB manifest, {STALLED} stalled streams:",
+        (TOOLS * DESCRIPTION_BYTES) as f64 / 1e6
     );
-    // Each stalled stream holds at most its 4 MiB queue and the first event it could not
-    // send (a 2.4 MB snapshot): about 100 MiB for 16. A queue of 16 events whatever their
-    // size held ~700 MiB more here.
+    line("no stalled streams", &control);
+    line("stalled, 64 MiB for all streams (default)", &stalled);
+    line("stalled, 16 MiB for all streams", &bounded);
+    // Each stalled stream holds at most the first event it could not send (a 2.4 MB snapshot,
+    // counted as being written) and what its queue and the shared budget leave room for.
     assert!(
-        grown < control + 150 * 1024 * 1024,
+        growth(&stalled) < growth(&control) + 150 * 1024 * 1024,
         "stalled streams added {:.0} MiB",
-        mib(grown.saturating_sub(control))
+        mib(growth(&stalled).saturating_sub(growth(&control)))
     );
+    for run in [&stalled, &bounded] {
+        assert!(
+            run.writing >= (STALLED * TOOLS * DESCRIPTION_BYTES) as f64,
+            "the unsent snapshots are counted: {}",
+            run.writing
+        );
+    }
+    assert!(
+        bounded.queued + bounded.writing <= 16.0 * 1048576.0 + bounded.writing,
+        "queues beyond the budget"
+    );
+    assert!(
+        bounded.queued <= (16.0 * 1048576.0 - bounded.writing).max(0.0),
+        "nothing is queued past what the budget leaves: {} queued, {} being written",
+        bounded.queued,
+        bounded.writing
+    );
+    assert!(bounded.coalesced > 0.0, "the budget made room");
 }

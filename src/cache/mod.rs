@@ -14,7 +14,7 @@
 //! ([`redis::SharedCache`]): access decisions that spare a miss the claim evaluation.
 
 pub mod redis;
-mod rendered;
+pub mod rendered;
 
 pub use rendered::{Coding, RenderedManifest};
 
@@ -69,6 +69,10 @@ pub struct CacheBudgets {
     /// a snapshot: a few diffs of a large manifest, and a bound on what a reader that stopped
     /// reading can pin. Events are shared between the streams of one manifest.
     pub stream_queue_bytes: usize,
+    /// Every stream's queue (SSE and MCP) and the events being written to them, together:
+    /// past it the largest queues are coalesced first, so the number of streams cannot
+    /// multiply what stalled readers pin.
+    pub stream_total_bytes: usize,
 }
 
 impl Default for CacheBudgets {
@@ -78,6 +82,7 @@ impl Default for CacheBudgets {
             access_bytes: 16 << 20,
             evaluation_bytes: 32 << 20,
             stream_queue_bytes: 4 << 20,
+            stream_total_bytes: 64 << 20,
         }
     }
 }

@@ -42,6 +42,16 @@ impl Coding {
     }
 }
 
+/// `bytes` as `Bytes` whose allocation is its length (give or take 1/16): `Bytes` made from a
+/// `Vec` keeps the `Vec`'s whole allocation, and one that grew by doubling can hold twice what
+/// the caches and queues count for it. Copies only when the spare room is larger.
+pub fn fitted(mut bytes: Vec<u8>) -> Bytes {
+    if bytes.capacity() - bytes.len() > bytes.len() / 16 {
+        bytes.shrink_to_fit();
+    }
+    bytes.into()
+}
+
 /// zstd's own default: as small as gzip's default level or smaller, at a fraction of its time.
 const ZSTD_LEVEL: i32 = 3;
 
@@ -100,7 +110,7 @@ impl RenderedManifest {
         self.form(coding)
             .get_or_init(|| {
                 let compressed = coding.compress(&self.body);
-                self.take_room(compressed.len()).then(|| compressed.into())
+                self.take_room(compressed.len()).then(|| fitted(compressed))
             })
             .clone()
     }
@@ -116,6 +126,23 @@ impl RenderedManifest {
                 left.checked_sub(bytes)
             })
             .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod fitted_tests {
+    use super::fitted;
+
+    #[test]
+    fn a_grown_buffer_is_fitted_and_a_snug_one_is_kept() {
+        let mut grown = Vec::with_capacity(1000);
+        grown.extend_from_slice(&[1; 600]);
+        let kept: Vec<u8> = fitted(grown).into();
+        assert!(kept.capacity() - kept.len() <= kept.len() / 16);
+        let mut snug = Vec::with_capacity(1030);
+        snug.extend_from_slice(&[1; 1000]);
+        let pointer = snug.as_ptr();
+        assert_eq!(fitted(snug).as_ptr(), pointer, "no copy");
     }
 }
 

@@ -8,11 +8,12 @@ use super::{ConfigError, Environment};
 use crate::cache::CacheBudgets;
 
 /// The environment variables read here.
-pub const VARIABLES: [&str; 4] = [
+pub const VARIABLES: [&str; 5] = [
     "TOOLGATE_CACHE_MANIFEST_BYTES",
     "TOOLGATE_CACHE_ACCESS_BYTES",
     "TOOLGATE_CACHE_EVALUATION_BYTES",
     "TOOLGATE_CACHE_STREAM_QUEUE_BYTES",
+    "TOOLGATE_CACHE_STREAM_TOTAL_BYTES",
 ];
 
 /// `[cache]` in the file.
@@ -23,6 +24,7 @@ pub(super) struct CacheSection {
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
     stream_queue_bytes: Option<u64>,
+    stream_total_bytes: Option<u64>,
 }
 
 /// The budgets one source gives; `None`: it does not say. 0 is allowed for the caches (nothing
@@ -33,6 +35,7 @@ pub(super) struct CacheLayer {
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
     stream_queue_bytes: Option<u64>,
+    stream_total_bytes: Option<u64>,
 }
 
 impl CacheLayer {
@@ -44,6 +47,10 @@ impl CacheLayer {
             stream_queue_bytes: section
                 .stream_queue_bytes
                 .map(|v| number::at_least_one(&format!("cache.stream_queue_bytes{place}"), v))
+                .transpose()?,
+            stream_total_bytes: section
+                .stream_total_bytes
+                .map(|v| number::at_least_one(&format!("cache.stream_total_bytes{place}"), v))
                 .transpose()?,
         })
     }
@@ -57,6 +64,9 @@ impl CacheLayer {
             stream_queue_bytes: number("TOOLGATE_CACHE_STREAM_QUEUE_BYTES")?
                 .map(|v| number::at_least_one("TOOLGATE_CACHE_STREAM_QUEUE_BYTES", v))
                 .transpose()?,
+            stream_total_bytes: number("TOOLGATE_CACHE_STREAM_TOTAL_BYTES")?
+                .map(|v| number::at_least_one("TOOLGATE_CACHE_STREAM_TOTAL_BYTES", v))
+                .transpose()?,
         })
     }
 
@@ -67,6 +77,7 @@ impl CacheLayer {
             access_bytes: higher.access_bytes.or(self.access_bytes),
             evaluation_bytes: higher.evaluation_bytes.or(self.evaluation_bytes),
             stream_queue_bytes: higher.stream_queue_bytes.or(self.stream_queue_bytes),
+            stream_total_bytes: higher.stream_total_bytes.or(self.stream_total_bytes),
         }
     }
 
@@ -81,6 +92,7 @@ impl CacheLayer {
             access_bytes: bytes(self.access_bytes, defaults.access_bytes),
             evaluation_bytes: bytes(self.evaluation_bytes, defaults.evaluation_bytes),
             stream_queue_bytes: bytes(self.stream_queue_bytes, defaults.stream_queue_bytes),
+            stream_total_bytes: bytes(self.stream_total_bytes, defaults.stream_total_bytes),
         }
     }
 }

@@ -11,6 +11,7 @@ mod compile_error;
 mod decide;
 pub mod entry;
 pub mod explain;
+pub mod field_error;
 pub mod fingerprint;
 mod glob;
 pub mod impact;

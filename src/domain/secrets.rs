@@ -10,8 +10,8 @@
 
 use serde_json::{Map, Value};
 
+use super::field_error::{ErrorKind, FieldError};
 use super::model::Source;
-use super::validate::{ErrorKind, FieldError};
 
 /// What reads show in place of a secret, and what writes send to keep one.
 pub const MASK: &str = "***";

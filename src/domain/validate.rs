@@ -8,6 +8,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use super::claims::{ClaimPath, CompiledMatcher};
+pub use super::field_error::{ErrorKind, FieldError};
 use super::mcp;
 use super::model::{
     ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TOOL_SERVICE, SOURCE_TYPES, Selector, Tool,
@@ -21,32 +22,6 @@ use super::source_config::{self, ServiceDescriptor};
 pub const MAX_NAME_CHARS: usize = 255;
 /// Descriptions longer than this are rejected.
 pub const MAX_DESCRIPTION_CHARS: usize = 4096;
-
-/// What kind of problem a [`FieldError`] is; the HTTP layer maps `Conflict` to 409 and
-/// everything else to 422.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// The content is wrong in itself or refers to something that does not exist.
-    Invalid,
-    /// The content clashes with another entity (same id, same group name).
-    Conflict,
-}
-
-/// One problem at one place in the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-    #[serde(skip)]
-    pub kind: ErrorKind,
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
 
 /// What is wrong with a name or an id, if anything: empty (blank), too long, or with control
 /// characters.

@@ -36,7 +36,7 @@ use crate::store::CatalogStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::mongo::{CommitPathChoice, MongoStore};
 use crate::store::observed::ObservedStore;
-use crate::stream::{HubLimits, StreamHub};
+use crate::stream::{HubLimits, StreamBudget, StreamHub};
 use crate::telemetry::{Metrics, OtlpSettings};
 use crate::upstream::{CallLimits, Upstream};
 
@@ -318,11 +318,14 @@ pub async fn start(
         crate::service::seen::DEFAULT_CAPACITY,
         Arc::clone(&metrics),
     ));
+    // One budget over every stream's queue, SSE and MCP together.
+    let stream_budget = StreamBudget::new(config.cache.stream_total_bytes);
     let hub = StreamHub::new(
         HubLimits {
             max_streams_per_subject: config.max_streams_per_subject,
             queue_bytes: config.cache.stream_queue_bytes,
         },
+        Arc::clone(&stream_budget),
         Arc::clone(&manifests),
     );
     hub.spawn(&catalog);
@@ -333,6 +336,7 @@ pub async fn start(
             max_streams_per_subject: config.mcp.sessions.per_subject,
             queue_bytes: config.cache.stream_queue_bytes,
         },
+        stream_budget,
         Arc::clone(&manifests),
     );
     mcp_hub.spawn(&catalog);

@@ -154,6 +154,36 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
             })
         },
     );
+    let budget = hub.clone();
+    metrics.observe(
+        Gauge,
+        "toolgate.stream.bytes",
+        "Bytes every stream (SSE and MCP) holds, by state: queued events, and events handed \
+         to a connection and not yet written (bounded together by TOOLGATE_CACHE_STREAM_TOTAL_BYTES)",
+        move || {
+            read(&budget, |hub| {
+                let budget = hub.budget();
+                vec![
+                    Reading {
+                        value: budget.queued() as u64,
+                        label: Some(("state", "queued")),
+                    },
+                    Reading {
+                        value: budget.being_written() as u64,
+                        label: Some(("state", "writing")),
+                    },
+                ]
+            })
+        },
+    );
+    let room = hub.clone();
+    metrics.observe(
+        Counter,
+        "toolgate.stream.budget_coalesced",
+        "Streams (SSE and MCP) coalesced to a fresh snapshot to keep all queues within \
+         TOOLGATE_CACHE_STREAM_TOTAL_BYTES, largest first",
+        move || read(&room, |hub| vec![Reading::of(hub.budget().coalesced())]),
+    );
     metrics.observe(
         Counter,
         "toolgate.sse.coalesced",

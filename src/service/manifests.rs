@@ -237,7 +237,7 @@ impl Manifests {
 
 fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
     Arc::new(RenderedManifest::new(
-        manifest.to_json().into(),
+        crate::cache::rendered::fitted(manifest.to_json()),
         manifest.etag().to_owned(),
         manifest.revision(),
         manifest.len(),

@@ -87,6 +87,9 @@ impl Connection {
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, Infallible>> + Send {
         futures_util::stream::unfold(self, |mut connection| async move {
             let bytes = connection.next_event().await?;
+            // Counted until the writer has sent them: a reader that stopped reading holds its
+            // unsent event there.
+            let bytes = connection.subscription.writing(bytes);
             Some((Ok(bytes), connection))
         })
     }

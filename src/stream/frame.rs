@@ -67,9 +67,15 @@ pub const PING: Bytes = Bytes::from_static(b": ping\n\n");
 /// `id: <id>\nevent: <name>\ndata: <data>\n\n`. An id with a line break is left out (it cannot
 /// happen with etags; it must not corrupt the stream if it ever did). Data with line breaks is
 /// split over several `data:` lines, which a client joins back with `\n`.
+///
+/// The buffer is sized exactly before it is filled: a `Vec` that grows doubles its allocation,
+/// and `Bytes` keeps the whole allocation alive, so a 2.4 MB event that outgrew a guessed
+/// capacity by a few bytes pinned 4.8 MB in every queue it waited in, while queues count its
+/// length (issue 24, item 8).
 pub fn encode(kind: EventKind, id: Option<&str>, data: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(data.len() + 64);
-    if let Some(id) = id.filter(|id| !id.contains(['\n', '\r', '\0'])) {
+    let id = id.filter(|id| !id.contains(['\n', '\r', '\0']));
+    let mut out = Vec::with_capacity(encoded_len(kind, id, data));
+    if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
         out.push(b'\n');
@@ -83,7 +89,20 @@ pub fn encode(kind: EventKind, id: Option<&str>, data: &[u8]) -> Bytes {
         out.push(b'\n');
     }
     out.push(b'\n');
+    debug_assert_eq!(out.len(), out.capacity(), "sized exactly");
     out.into()
+}
+
+/// The length of [`encode`]'s output: each line of `data` (split at `\n`, a `\r` before it
+/// dropped) becomes `data: <line>\n`.
+fn encoded_len(kind: EventKind, id: Option<&str>, data: &[u8]) -> usize {
+    let id_line = id.map_or(0, |id| "id: ".len() + id.len() + 1);
+    let event_line = "event: ".len() + kind.name().len() + 1;
+    let mut data_lines = 0;
+    for line in data.split(|&byte| byte == b'\n') {
+        data_lines += "data: ".len() + line.strip_suffix(b"\r").unwrap_or(line).len() + 1;
+    }
+    id_line + event_line + data_lines + 1
 }
 
 #[cfg(test)]
@@ -94,6 +113,22 @@ mod tests {
     fn an_event_has_id_name_and_data_lines() {
         let bytes = encode(EventKind::Tools, Some("\"ab\""), b"{\"x\":1}");
         assert_eq!(&bytes[..], b"id: \"ab\"\nevent: tools\ndata: {\"x\":1}\n\n");
+    }
+
+    #[test]
+    fn an_event_takes_exactly_its_length_in_memory() {
+        let etag = format!("\"{}\"", "e".repeat(64));
+        let data = vec![b'x'; 100_000];
+        for (kind, id, data) in [
+            (EventKind::ToolsChanged, Some(etag.as_str()), &data[..]),
+            (EventKind::Tools, None, &b"a\r\nb\n\nc"[..]),
+            (EventKind::TokenExpired, Some("bad\nid"), &b""[..]),
+        ] {
+            let bytes = encode(kind, id, data);
+            // `Bytes` made from a full `Vec` is that `Vec`'s allocation, no more.
+            let vec: Vec<u8> = bytes.into();
+            assert_eq!(vec.len(), vec.capacity(), "{kind:?}");
+        }
     }
 
     #[test]

@@ -13,15 +13,19 @@
 //! keys, computes one manifest per new key and one diff per (old group, new key) pair: every
 //! member gets exactly the change to *its* manifest.
 //!
-//! Backpressure: each member has an [`Outbox`] bounded in bytes. A member whose outbox would
-//! go past its budget is not waited for; its queue is dropped and it is marked *lagged*, and
-//! its connection sends a fresh `tools` snapshot once its reader catches up. Nothing here ever
-//! blocks on a reader.
+//! Backpressure: each member has an [`Outbox`] bounded in bytes, and every outbox of every hub
+//! counts against one [`StreamBudget`]. A member whose outbox would go past its budget is not
+//! waited for; its queue is dropped and it is marked *lagged*, and its connection sends a
+//! fresh `tools` snapshot once its reader catches up; past the shared budget, the largest
+//! queues are coalesced that way first. Nothing here ever blocks on a reader.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
+
+use super::budget::StreamBudget;
 pub use super::frame::Frame;
 use super::frame::{EventKind, encode};
 use super::outbox::{Outbox, Pushed};
@@ -55,6 +59,8 @@ pub struct HubLimits {
 pub struct StreamHub {
     state: Mutex<HubState>,
     limits: HubLimits,
+    /// Shared with every other hub: all streams' queued and unwritten bytes together.
+    budget: Arc<StreamBudget>,
     /// Where claims keys come from (the same keys as the manifest cache's).
     manifests: Arc<Manifests>,
     next_id: AtomicU64,
@@ -128,6 +134,12 @@ impl Subscription {
     pub fn sent(&self, kind: EventKind) {
         self.hub.sent[kind.index()].fetch_add(1, Ordering::Relaxed);
     }
+
+    /// `bytes`, counted in the shared stream budget until the connection's writer has sent
+    /// them and let go.
+    pub fn writing(&self, bytes: Bytes) -> Bytes {
+        self.outbox.writing(bytes)
+    }
 }
 
 /// One group's move to a new revision: from the group at `from`, the members `moving` (all of
@@ -153,13 +165,18 @@ struct Move {
 }
 
 impl StreamHub {
-    pub fn new(limits: HubLimits, manifests: Arc<Manifests>) -> Arc<StreamHub> {
+    pub fn new(
+        limits: HubLimits,
+        budget: Arc<StreamBudget>,
+        manifests: Arc<Manifests>,
+    ) -> Arc<StreamHub> {
         Arc::new(StreamHub {
             state: Mutex::new(HubState::default()),
             limits: HubLimits {
                 max_streams_per_subject: limits.max_streams_per_subject.max(1),
                 queue_bytes: limits.queue_bytes.max(1),
             },
+            budget,
             manifests,
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
@@ -243,7 +260,7 @@ impl StreamHub {
         claims: &Arc<Claims>,
         key: &CacheKey,
     ) -> Subscription {
-        let outbox = Arc::new(Outbox::new(self.limits.queue_bytes));
+        let outbox = Outbox::new(&self.budget, self.limits.queue_bytes);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Some(group) = state.groups.get_mut(key) {
             group.members.insert(
@@ -294,6 +311,11 @@ impl StreamHub {
     /// Distinct (claims key, options) among open streams.
     pub fn group_count(&self) -> usize {
         self.lock().groups.len()
+    }
+
+    /// The budget this hub's streams share with every other hub's.
+    pub fn budget(&self) -> &Arc<StreamBudget> {
+        &self.budget
     }
 
     /// Times a connection fell behind and was coalesced to a fresh snapshot.
@@ -392,6 +414,7 @@ impl StreamHub {
     }
 
     fn deliver(&self, member: &Member, frame: &Arc<Frame>) {
+        self.budget.make_room(frame.bytes.len());
         if member.outbox.push(Arc::clone(frame)) == Pushed::Lagged {
             self.lagged.fetch_add(1, Ordering::Relaxed);
         }

@@ -2,16 +2,18 @@
 //!
 //! [`hub::StreamHub`] groups open streams by (claims key, options) and turns each new revision
 //! into at most one encoded event per group; [`outbox::Outbox`] is one stream's queue, bounded
-//! in bytes; [`connection::Connection`] is one open stream (first event, shared events, pings,
+//! in bytes, and [`budget::StreamBudget`] bounds them all together; [`connection::Connection`] is one open stream (first event, shared events, pings,
 //! resync after lagging, token expiry); [`watch::Watch`] is one MCP client told only *that* its
 //! manifest changed; [`frame`] writes SSE bytes.
 
+pub mod budget;
 pub mod connection;
 pub mod frame;
 pub mod hub;
 pub mod outbox;
 pub mod watch;
 
+pub use budget::StreamBudget;
 pub use connection::{Connection, Opening, Render};
 pub use hub::{HubLimits, StreamHub, SubscribeError, Subscription};
 pub use watch::{Notice, Watch};

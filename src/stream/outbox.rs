@@ -8,12 +8,19 @@
 //! and the stream is marked *lagged*, so that when its reader drains it gets one fresh snapshot
 //! of its current manifest, which supersedes every change it missed. A reader that never reads
 //! therefore costs at most the budget, whatever happens to the catalog.
+//!
+//! Every queued byte is also counted in the [`StreamBudget`] shared by all streams: a frame
+//! that does not fit there lags its stream too, and the budget can coalesce any outbox to make
+//! room ([`Outbox::coalesce`]).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bytes::Bytes;
 use tokio::sync::Notify;
 
+use super::budget::{Coalescible, StreamBudget};
 use super::frame::Frame;
 
 /// What the hub's push did.
@@ -42,6 +49,11 @@ pub struct Outbox {
     state: Mutex<State>,
     ready: Notify,
     budget: usize,
+    /// Its key in `shared`'s registry.
+    id: u64,
+    shared: Arc<StreamBudget>,
+    /// Bytes of this stream handed to its writer and not yet sent ([`Outbox::writing`]).
+    writing: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -53,13 +65,42 @@ struct State {
 }
 
 impl Outbox {
-    /// An empty outbox holding at most `budget` bytes of events.
-    pub fn new(budget: usize) -> Outbox {
-        Outbox {
-            state: Mutex::new(State::default()),
-            ready: Notify::new(),
-            budget: budget.max(1),
-        }
+    /// An empty outbox holding at most `budget` bytes of events, counted in `shared` too and
+    /// registered there, so that it can be coalesced to make room.
+    pub fn new(shared: &Arc<StreamBudget>, budget: usize) -> Arc<Outbox> {
+        Arc::new_cyclic(|this: &std::sync::Weak<Outbox>| {
+            let registered: std::sync::Weak<dyn Coalescible> = this.clone();
+            Outbox {
+                state: Mutex::new(State::default()),
+                ready: Notify::new(),
+                budget: budget.max(1),
+                id: shared.register(registered),
+                shared: Arc::clone(shared),
+                writing: AtomicUsize::new(0),
+            }
+        })
+    }
+
+    /// `bytes` of this stream, counted as being written (here and in the shared budget) until
+    /// the connection's writer drops them after sending them.
+    pub fn writing(self: &Arc<Self>, bytes: Bytes) -> Bytes {
+        self.shared.add_writing(bytes.len());
+        self.writing.fetch_add(bytes.len(), Ordering::AcqRel);
+        Bytes::from_owner(Writing {
+            bytes,
+            outbox: Arc::clone(self),
+        })
+    }
+
+    /// Drops what is queued and marks the stream lagged (under the lock); whether anything
+    /// was dropped.
+    fn drop_queue(&self, state: &mut State, lag: bool) -> bool {
+        let had = state.bytes;
+        state.frames = VecDeque::new();
+        state.bytes = 0;
+        state.lagged |= lag;
+        self.shared.release_queued(had);
+        had > 0
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -68,20 +109,22 @@ impl Outbox {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Queues `frame` unless that would exceed the budget; never waits.
+    /// Queues `frame` unless that would exceed this stream's budget or the shared one; never
+    /// waits.
     pub fn push(&self, frame: Arc<Frame>) -> Pushed {
+        let len = frame.bytes.len();
         let pushed = {
             let mut state = self.lock();
             if state.lagged || state.closed {
                 Pushed::Skipped
-            } else if state.frames.is_empty() || state.bytes + frame.bytes.len() <= self.budget {
-                state.bytes += frame.bytes.len();
+            } else if (state.frames.is_empty() || state.bytes + len <= self.budget)
+                && self.shared.try_queue(len)
+            {
+                state.bytes += len;
                 state.frames.push_back(frame);
                 Pushed::Queued
             } else {
-                state.frames = VecDeque::new();
-                state.bytes = 0;
-                state.lagged = true;
+                self.drop_queue(&mut state, true);
                 Pushed::Lagged
             }
         };
@@ -97,12 +140,6 @@ impl Outbox {
         self.ready.notify_one();
     }
 
-    /// Bytes queued now.
-    #[cfg(test)]
-    pub fn queued_bytes(&self) -> usize {
-        self.lock().bytes
-    }
-
     /// What the reader should send next: a lag takes precedence over queued frames (they were
     /// dropped), queued frames over a close.
     pub async fn next(&self) -> Next {
@@ -115,6 +152,7 @@ impl Outbox {
                 }
                 if let Some(frame) = state.frames.pop_front() {
                     state.bytes -= frame.bytes.len();
+                    self.shared.release_queued(frame.bytes.len());
                     return Next::Frame(frame);
                 }
                 if state.closed {
@@ -130,9 +168,62 @@ impl Outbox {
     /// Drops what is queued and clears the lag: the caller is about to send a fresh snapshot.
     pub fn reset(&self) {
         let mut state = self.lock();
-        state.frames = VecDeque::new();
-        state.bytes = 0;
+        self.drop_queue(&mut state, false);
         state.lagged = false;
+    }
+}
+
+impl Coalescible for Outbox {
+    fn queued_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    fn pinned_bytes(&self) -> usize {
+        self.queued_bytes() + self.writing.load(Ordering::Acquire)
+    }
+
+    /// Drops what is queued to make room in the shared budget: the reader gets one fresh
+    /// snapshot instead.
+    fn coalesce(&self) -> bool {
+        let dropped = {
+            let mut state = self.lock();
+            !state.closed && self.drop_queue(&mut state, true)
+        };
+        if dropped {
+            self.ready.notify_one();
+        }
+        dropped
+    }
+}
+
+/// Bytes a connection's writer holds; released from the counts when it lets go of them.
+struct Writing {
+    bytes: Bytes,
+    outbox: Arc<Outbox>,
+}
+
+impl AsRef<[u8]> for Writing {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let len = self.bytes.len();
+        self.outbox.shared.release_writing(len);
+        self.outbox.writing.fetch_sub(len, Ordering::AcqRel);
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.shared.release_queued(state.bytes);
+        self.shared.forget(self.id);
     }
 }
 
@@ -150,9 +241,14 @@ mod tests {
         })
     }
 
+    /// An outbox of `budget` bytes under a shared budget that never binds.
+    fn outbox(budget: usize) -> Arc<Outbox> {
+        Outbox::new(&StreamBudget::new(usize::MAX), budget)
+    }
+
     #[tokio::test]
     async fn frames_within_the_budget_are_delivered_in_order() {
-        let outbox = Outbox::new(100);
+        let outbox = outbox(100);
         assert_eq!(outbox.push(frame(40)), Pushed::Queued);
         assert_eq!(outbox.push(frame(60)), Pushed::Queued);
         assert_eq!(outbox.queued_bytes(), 100);
@@ -167,7 +263,7 @@ mod tests {
 
     #[tokio::test]
     async fn going_past_the_budget_drops_everything_and_lags_once() {
-        let outbox = Outbox::new(100);
+        let outbox = outbox(100);
         assert_eq!(
             outbox.push(frame(500)),
             Pushed::Queued,
@@ -189,13 +285,13 @@ mod tests {
 
     #[tokio::test]
     async fn close_comes_after_what_is_queued_and_wakes_a_waiting_reader() {
-        let outbox = Arc::new(Outbox::new(100));
+        let outbox = outbox(100);
         outbox.push(frame(10));
         outbox.close();
         assert!(matches!(outbox.next().await, Next::Frame(_)));
         assert!(matches!(outbox.next().await, Next::Closed));
 
-        let waiting = Arc::new(Outbox::new(100));
+        let waiting = super::tests::outbox(100);
         let reader = {
             let waiting = Arc::clone(&waiting);
             tokio::spawn(async move { waiting.next().await })

@@ -532,7 +532,7 @@ async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
         unknown.problem(400)["detail"],
         json!(
             "query parameter 'fields': 'schema' is not a manifest entry field; expected tool_id, \
-             name, description, input_schema, output_schema, source_id, source_path, method, \
+             name, title, description, input_schema, output_schema, source_id, source_path, method, \
              tags, version, available_in_states, next_state, groups"
         )
     );

@@ -108,6 +108,7 @@ fn cache_budgets_come_from_file_and_environment() {
         [cache]
         manifest_bytes = 1000
         stream_queue_bytes = 65536
+        stream_total_bytes = 1048576
         "#,
     );
     let settings = load(
@@ -124,6 +125,18 @@ fn cache_budgets_come_from_file_and_environment() {
     );
     assert_eq!(settings.cache.access_bytes, 2048);
     assert_eq!(settings.cache.stream_queue_bytes, 65536);
+    assert_eq!(settings.cache.stream_total_bytes, 1 << 20);
+    assert_eq!(defaults.cache.stream_total_bytes, 64 << 20);
+    let total = load(
+        &Overrides::default(),
+        &env(&[("TOOLGATE_CACHE_STREAM_TOTAL_BYTES", "0")]),
+    )
+    .expect_err("all streams need room for an event")
+    .to_string();
+    assert!(
+        total.contains("TOOLGATE_CACHE_STREAM_TOTAL_BYTES"),
+        "{total}"
+    );
     assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
     let error = load(
         &Overrides::default(),

@@ -37,8 +37,12 @@ pub fn list_changed(etag: &str, params: Option<serde_json::Value>) -> Bytes {
 /// One SSE `message` event. An id with a line break is left out (ids are etags the gateway
 /// made; this only guards the framing).
 pub fn event(id: Option<&str>, data: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(data.len() + 64);
-    if let Some(id) = id.filter(|id| !id.contains(['\n', '\r', '\0'])) {
+    let id = id.filter(|id| !id.contains(['\n', '\r', '\0']));
+    // Sized exactly: a grown `Vec` would double, and `Bytes` would keep the doubled allocation
+    // in every queue the event waits in.
+    let id_line = id.map_or(0, |id| "id: ".len() + id.len() + 1);
+    let mut out = Vec::with_capacity(id_line + "data: ".len() + data.len() + 2);
+    if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
         out.push(b'\n');
