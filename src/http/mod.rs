@@ -70,6 +70,8 @@ pub struct AppState {
     pub commands: Arc<Commands>,
     /// The MCP endpoint: its sessions, notification streams and listing.
     pub mcp: Arc<mcp::McpEndpoint>,
+    /// The impact previews running (`POST /admin/impact`), bounded.
+    pub impact_runs: Arc<crate::service::impact::ImpactRuns>,
 }
 
 impl AppState {
