@@ -2,17 +2,32 @@
 //! and lose if the snapshot `after` replaced `before`.
 //!
 //! Only *which policies matched* decides a manifest (beyond the request options), so each
-//! claim set is evaluated down to its matched policies under both snapshots, and a manifest is
-//! computed once per distinct matched set: ten thousand identities that fall into a few dozen
-//! decisions cost ten thousand cheap matcher evaluations and a few dozen manifests. Manifests
-//! are the default ones (`GET /agents/tools` with no options: enabled tools only).
+//! claim set is evaluated down to its matched policies under both snapshots, and the tools a
+//! decision lists are worked out once per distinct matched set while it is remembered: ten
+//! thousand identities that fall into a few dozen decisions cost ten thousand cheap matcher
+//! evaluations and a few dozen listings. Manifests are the default ones (`GET /agents/tools`
+//! with no options: enabled tools only).
+//!
+//! A [`Comparison`] takes claim sets one at a time, so that a caller can keep only what it
+//! reports. What it remembers is bounded in bytes: a decision's listing is a bitset over the
+//! tools of both snapshots (a bit per tool, not an id), and beyond the budget the least
+//! recently met one is forgotten (and worked out again if met again). A run over any number of
+//! claim sets, each with a decision of its own, therefore holds the budget and one difference
+//! at a time, never a manifest per claim set.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
+
+use fixedbitset::FixedBitSet;
+use lru::LruCache;
 
 use super::claims::Claims;
 use super::manifest::ManifestOptions;
 use super::snapshot::Snapshot;
+
+/// What a comparison remembers of the decisions it met, both snapshots together, when not
+/// told otherwise: 16 MiB (for 10,000 tools, about 6,000 decisions per snapshot).
+pub const DEFAULT_BUDGET: usize = 16 << 20;
 
 /// What one claim set gains and loses, tool ids ascending.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,83 +42,131 @@ impl Difference {
     }
 }
 
-/// The difference for each of `claim_sets`, in order.
+/// The difference for each of `claim_sets`, in order (a [`Comparison`] with the default
+/// budget).
 pub fn compare(before: &Snapshot, after: &Snapshot, claim_sets: &[&Claims]) -> Vec<Difference> {
-    let mut old = Decisions::new(before);
-    let mut new = Decisions::new(after);
-    let mut memo: HashMap<(usize, usize), Difference> = HashMap::new();
+    let mut comparison = Comparison::new(before, after, DEFAULT_BUDGET);
     claim_sets
         .iter()
-        .map(|claims| {
-            let pair = (old.index_of(claims), new.index_of(claims));
-            memo.entry(pair)
-                .or_insert_with(|| difference(&old.tools[pair.0], &new.tools[pair.1]))
-                .clone()
-        })
+        .map(|claims| comparison.difference(claims))
         .collect()
 }
 
-/// The distinct decisions of one snapshot met so far, with their manifests' tool ids.
-struct Decisions<'s> {
-    snapshot: &'s Snapshot,
-    index: HashMap<Vec<u32>, usize>,
-    tools: Vec<Arc<[&'s str]>>,
+/// Compares claim sets between two snapshots, one at a time.
+pub struct Comparison<'s> {
+    /// The ids of the tools of either snapshot, ascending: bit `i` of every listing is
+    /// `ids[i]`.
+    ids: Vec<&'s str>,
+    before: Side<'s>,
+    after: Side<'s>,
 }
 
-impl<'s> Decisions<'s> {
-    fn new(snapshot: &'s Snapshot) -> Decisions<'s> {
-        Decisions {
-            snapshot,
-            index: HashMap::new(),
-            tools: Vec::new(),
+/// One snapshot's side of a comparison.
+struct Side<'s> {
+    snapshot: &'s Snapshot,
+    /// Snapshot tool index → index in [`Comparison::ids`].
+    to_common: Vec<u32>,
+    /// The listing of each decision met recently, by its matched policies.
+    listings: LruCache<Vec<u32>, Arc<FixedBitSet>>,
+}
+
+impl<'s> Comparison<'s> {
+    /// A comparison of `before` with `after` that remembers at most about `budget` bytes of
+    /// listings (at least a few, whatever the budget).
+    pub fn new(before: &'s Snapshot, after: &'s Snapshot, budget: usize) -> Comparison<'s> {
+        let (ids, to_before, to_after) = common_ids(before, after);
+        // A listing's bits, its key (a few dozen policies) and the map's own share.
+        let per_listing = ids.len().div_ceil(8) + 64 * size_of::<u32>() + 64;
+        let capacity =
+            NonZeroUsize::new((budget / 2 / per_listing).max(4)).expect("at least four listings");
+        Comparison {
+            ids,
+            before: Side {
+                snapshot: before,
+                to_common: to_before,
+                listings: LruCache::new(capacity),
+            },
+            after: Side {
+                snapshot: after,
+                to_common: to_after,
+                listings: LruCache::new(capacity),
+            },
         }
     }
 
-    /// The index of the decision `claims` get (its tool ids in `tools`).
-    fn index_of(&mut self, claims: &Claims) -> usize {
+    /// What `claims` gain and lose.
+    pub fn difference(&mut self, claims: &Claims) -> Difference {
+        let before = self.before.listing(claims, self.ids.len());
+        let after = self.after.listing(claims, self.ids.len());
+        if before == after {
+            return Difference::default();
+        }
+        let ids = |bits: fixedbitset::Difference<'_>| -> Vec<String> {
+            bits.map(|i| self.ids[i].to_owned()).collect()
+        };
+        Difference {
+            gained: ids(after.difference(&before)),
+            lost: ids(before.difference(&after)),
+        }
+    }
+}
+
+impl Side<'_> {
+    /// The tools the default manifest of `claims` lists, as bits over the common ids.
+    fn listing(&mut self, claims: &Claims, common: usize) -> Arc<FixedBitSet> {
         let matched = self.snapshot.matching_policies(claims);
-        if let Some(&index) = self.index.get(&matched) {
-            return index;
+        if let Some(listing) = self.listings.get(&matched) {
+            return Arc::clone(listing);
         }
         let decision = self.snapshot.decide_matched(matched.clone());
-        let manifest = self
-            .snapshot
-            .manifest_from(&decision, &ManifestOptions::default());
-        let mut ids: Vec<&'s str> = manifest.tool_ids().collect();
-        ids.sort_unstable();
-        self.tools.push(Arc::from(ids));
-        let index = self.tools.len() - 1;
-        self.index.insert(matched, index);
-        index
+        let (listed, _warnings) = self.snapshot.listed(&decision, &ManifestOptions::default());
+        let mut bits = FixedBitSet::with_capacity(common);
+        for t in listed.ones() {
+            bits.insert(self.to_common[t] as usize);
+        }
+        let listing = Arc::new(bits);
+        self.listings.put(matched, Arc::clone(&listing));
+        listing
     }
 }
 
-/// `after` minus `before` and `before` minus `after`, both ascending.
-fn difference(before: &[&str], after: &[&str]) -> Difference {
+/// The ids of the tools of either snapshot, ascending, and where each snapshot's tools are
+/// among them (both snapshots keep their tools in id order).
+fn common_ids<'s>(before: &'s Snapshot, after: &'s Snapshot) -> (Vec<&'s str>, Vec<u32>, Vec<u32>) {
+    let (old, new) = (before.tool_ids_ascending(), after.tool_ids_ascending());
+    let mut ids = Vec::with_capacity(old.len().max(new.len()));
+    let (mut to_before, mut to_after) =
+        (Vec::with_capacity(old.len()), Vec::with_capacity(new.len()));
     let (mut i, mut j) = (0, 0);
-    let mut result = Difference::default();
-    while i < before.len() || j < after.len() {
-        match (before.get(i), after.get(j)) {
+    while i < old.len() || j < new.len() {
+        let at = ids.len() as u32;
+        match (old.get(i), new.get(j)) {
             (Some(a), Some(b)) if a == b => {
+                ids.push(*a);
+                to_before.push(at);
+                to_after.push(at);
                 i += 1;
                 j += 1;
             }
             (Some(a), Some(b)) if a < b => {
-                result.lost.push((*a).to_owned());
+                ids.push(*a);
+                to_before.push(at);
                 i += 1;
             }
             (Some(a), None) => {
-                result.lost.push((*a).to_owned());
+                ids.push(*a);
+                to_before.push(at);
                 i += 1;
             }
             (_, Some(b)) => {
-                result.gained.push((*b).to_owned());
+                ids.push(*b);
+                to_after.push(at);
                 j += 1;
             }
             (None, None) => break,
         }
     }
-    result
+    (ids, to_before, to_after)
 }
 
 #[cfg(test)]
@@ -182,10 +245,42 @@ mod tests {
     }
 
     #[test]
-    fn differences_of_sorted_lists() {
-        let result = difference(&["a", "c", "d"], &["b", "c", "e"]);
-        assert_eq!(result.gained, ["b", "e"]);
-        assert_eq!(result.lost, ["a", "d"]);
-        assert!(difference(&[], &[]).is_empty());
+    fn tools_only_one_snapshot_has_are_gained_or_lost() {
+        let before = snapshot(json!([staff()]), 1);
+        let mut catalog = before.catalog().clone();
+        catalog.tools.retain(|tool| tool.operation_id != "read");
+        let mut new_tool = catalog
+            .tools
+            .iter()
+            .find(|tool| tool.operation_id == "write")
+            .expect("the write tool")
+            .clone();
+        new_tool.operation_id = "append".to_owned();
+        new_tool.name = "append".to_owned();
+        new_tool.id = "s:append".to_owned();
+        catalog.tools.push(new_tool);
+        catalog.sort_by_id();
+        let after = Snapshot::compile(catalog, 2).expect("compiles");
+        let staff = claims(json!({"roles": ["staff"]}));
+        let difference = &compare(&before, &after, &[&staff])[0];
+        assert_eq!(difference.gained, ["s:append"]);
+        assert_eq!(difference.lost, ["s:read"]);
+    }
+
+    #[test]
+    fn a_budget_of_nothing_still_compares_every_claim_set_right() {
+        let before = snapshot(json!([staff()]), 1);
+        let deny = json!({"id": "p-no-writes", "name": "no writes", "priority": 100,
+            "denied_group_ids": ["g-writes"],
+            "claim_matchers": [{"json_path": "depth", "operator": "gt", "value": 0}]});
+        let after = snapshot(json!([staff(), deny]), 2);
+        let mut comparison = Comparison::new(&before, &after, 0);
+        for depth in [0, 1, 2, 3, 4, 5, 0, 1] {
+            let claims = claims(json!({"roles": ["staff"], "depth": depth, "n": depth}));
+            let difference = comparison.difference(&claims);
+            let lost: &[&str] = if depth > 0 { &["s:write"] } else { &[] };
+            assert_eq!(difference.lost, lost, "depth {depth}");
+            assert!(difference.gained.is_empty());
+        }
     }
 }

@@ -281,6 +281,11 @@ impl Snapshot {
         &self.read_paths
     }
 
+    /// Every tool's id, ascending.
+    pub(super) fn tool_ids_ascending(&self) -> Vec<&str> {
+        self.tools.iter().map(|tool| tool.id.as_str()).collect()
+    }
+
     pub fn tool_count(&self) -> usize {
         self.tools.len()
     }

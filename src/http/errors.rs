@@ -312,6 +312,21 @@ impl From<crate::service::CommandError> for ApiError {
     }
 }
 
+impl From<crate::service::impact::ImpactError> for ApiError {
+    fn from(error: crate::service::impact::ImpactError) -> Self {
+        use crate::service::impact::ImpactError;
+        match error {
+            ImpactError::Command(error) => error.into(),
+            busy @ ImpactError::Busy {
+                retry_after_secs, ..
+            } => ApiError::TooManyRequests {
+                detail: busy.to_string(),
+                retry_after_secs,
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

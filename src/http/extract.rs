@@ -176,6 +176,43 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     }
 }
 
+/// A JSON body of any shape (the caller reads the shape itself, with its own field paths):
+/// read in one pass, where [`JsonBody`] makes two (syntax first, then the shape with paths,
+/// which a JSON value cannot fail). The decision endpoints read every batch this way.
+pub struct JsonValue(pub serde_json::Value);
+
+impl FromRequest<AppState> for JsonValue {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = read_body(request, state.body_limit).await?;
+        parse_json_value(&bytes).map(JsonValue)
+    }
+}
+
+/// `bytes` as one JSON value, with [`parse_json`]'s 400s for an empty body, bad syntax and
+/// trailing data.
+pub fn parse_json_value(bytes: &Bytes) -> Result<serde_json::Value, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::Malformed(
+            "the request body is empty; a JSON document is expected".into(),
+        ));
+    }
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    let value = serde_json::Value::deserialize(&mut *deserializer).map_err(|error| {
+        ApiError::Malformed(format!("the request body is not valid JSON: {error}"))
+    })?;
+    deserializer.end().map_err(|error| {
+        ApiError::Malformed(format!(
+            "the request body is not valid JSON: trailing data after the JSON value at line {} \
+             column {}",
+            error.line(),
+            error.column()
+        ))
+    })?;
+    Ok(value)
+}
+
 /// The body as bytes, at most the body limit (413 beyond it): for endpoints that read their
 /// own format (MCP's JSON-RPC).
 pub struct RawBody(pub Bytes);

@@ -39,7 +39,8 @@ pub enum RouteClass {
     Streams,
     /// Every admin request other than `GET`/`HEAD`, `POST /admin/preview` included.
     AdminWrites,
-    /// The AuthZEN decision requests (`POST /access/v1/…`): a batch counts once.
+    /// The AuthZEN decision requests (`POST /access/v1/…`): a batch counts once, plus once
+    /// more for each distinct evaluation it needs beyond the first.
     Decisions,
     /// MCP `tools/call`: each call goes to an upstream on the caller's behalf.
     ToolCalls,
@@ -246,6 +247,36 @@ impl Limiters {
         })
     }
 
+    /// Takes `n` more requests of `class` from `subject`'s bucket (a request that costs more
+    /// than one: a batch with many distinct evaluations), or says how long to wait. More than
+    /// a burst is taken as a whole burst, so that such a request still passes from a rested
+    /// bucket instead of never.
+    pub fn check_n(&self, class: RouteClass, subject: &str, n: u32) -> Result<(), Limited> {
+        let (Some(buckets), Some(budget)) = (self.buckets(class), self.limits.of(class)) else {
+            return Ok(());
+        };
+        let Some(n) = NonZeroU32::new(n.min(budget.burst.get())) else {
+            return Ok(());
+        };
+        let key = self.hasher.hash_one(subject);
+        match buckets.check_key_n(&key, n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(Limited {
+                class,
+                budget,
+                retry_after_secs: whole_seconds(not_until.wait_time_from(self.clock.now())),
+            }),
+            // Not reachable (n is at most the burst); refused as a full bucket's wait if so.
+            Err(_) => Err(Limited {
+                class,
+                budget,
+                retry_after_secs: whole_seconds(Duration::from_secs_f64(
+                    f64::from(budget.burst.get()) / f64::from(budget.per_second.get()),
+                )),
+            }),
+        }
+    }
+
     /// Drops the buckets of subjects that are back to a full bucket (nothing to remember).
     pub fn forget_idle(&self) {
         for buckets in RouteClass::ALL
@@ -342,6 +373,28 @@ mod tests {
                 .expect("no limit");
         }
         assert_eq!(limiters.tracked(RouteClass::AgentReads), 0);
+    }
+
+    #[test]
+    fn a_request_costing_n_takes_n_and_at_most_a_burst() {
+        let limiters = Limiters::new(limits(1, 5));
+        limiters
+            .check_n(RouteClass::Decisions, "alice", 4)
+            .expect("4 of 5");
+        limiters
+            .check(RouteClass::Decisions, "alice")
+            .expect("the fifth");
+        assert!(limiters.check(RouteClass::Decisions, "alice").is_err());
+        limiters
+            .check_n(RouteClass::Decisions, "bob", 0)
+            .expect("nothing to take");
+        limiters
+            .check_n(RouteClass::Decisions, "bob", 1000)
+            .expect("more than a burst takes a rested bucket whole");
+        let limited = limiters
+            .check(RouteClass::Decisions, "bob")
+            .expect_err("empty");
+        assert_eq!(limited.retry_after_secs, 1);
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct AppState {
     pub commands: Arc<Commands>,
     /// The MCP endpoint: its sessions, notification streams and listing.
     pub mcp: Arc<mcp::McpEndpoint>,
+    /// The impact previews running (`POST /admin/impact`), bounded.
+    pub impact_runs: Arc<crate::service::impact::ImpactRuns>,
 }
 
 impl AppState {
@@ -81,6 +83,19 @@ impl AppState {
             self.metrics.rate_limited(class.name());
             ApiError::from(limited)
         })
+    }
+
+    /// Takes `n` more requests of `class` from the caller's budget, for a request that costs
+    /// more than the one [`AppState::limit`] took (at most a burst; see
+    /// [`Limiters::check_n`]).
+    pub fn limit_more(&self, class: RouteClass, caller: &Agent, n: usize) -> Result<(), ApiError> {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        self.limits
+            .check_n(class, caller.sub(), n)
+            .map_err(|limited| {
+                self.metrics.rate_limited(class.name());
+                ApiError::from(limited)
+            })
     }
 }
 

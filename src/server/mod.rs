@@ -379,6 +379,7 @@ pub async fn start(
         refresh_log,
         commands,
         mcp,
+        impact_runs: Arc::new(crate::service::impact::ImpactRuns::default()),
     };
     observed::register(
         &metrics,

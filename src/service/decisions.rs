@@ -5,9 +5,10 @@
 //! these claims and this scope at this revision", and computed from the same evaluation
 //! ([`Snapshot::evaluate`], the manifest's own steps), so that listing and calling can never
 //! disagree. Evaluations are cached per (claims key, scope) and revision like rendered
-//! manifests, and a batch evaluates each distinct (claims, scope) once: a hundred questions
-//! about one subject cost one claim evaluation, or none when it is cached, then one bit test
-//! per tool.
+//! manifests, and a batch evaluates each distinct (claims key, scope) once ([`Plan`], which
+//! also says how many that is before any is made, for the caller to charge): a hundred
+//! questions about one subject cost one claim evaluation, or none when it is cached, then one
+//! bit test per tool.
 //!
 //! Only the action `call` on resources of type `tool` is decided; anything else is a deny,
 //! never an error, so that a client cannot learn from the answer whether a tool exists. The
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use self::plan::Plan;
 use super::access::AccessCache;
 use crate::cache::{CacheStats, RevisionCache};
 use crate::domain::access::Decided;
@@ -35,7 +37,7 @@ pub const TOOL: &str = "tool";
 /// The narrowing a decision takes from its context: the `state` and `group` options of
 /// `GET /agents/tools`, with their meaning (SEMANTICS.md section 6). Hidden tools are never
 /// permitted (there is no `include_disabled` for decisions), and there is no `tools` filter.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Scope {
     /// Keep tools available in this state.
     pub state: Option<String>,
@@ -241,6 +243,34 @@ fn policy_words(verb: &str, by: &Deciding<'_>) -> String {
     )
 }
 
+/// The deny for a question about another action than `call` or another resource type than
+/// `tool`, with its reason when `explain`.
+fn unsupported(question: &Question<'_>, explain: bool) -> Answer {
+    let reason = || {
+        if question.action != CALL {
+            Reason::plain(
+                "unsupported_action",
+                format!(
+                    "only the action '{CALL}' is decided, not '{}'",
+                    question.action
+                ),
+            )
+        } else {
+            Reason::plain(
+                "unsupported_resource_type",
+                format!(
+                    "only resources of type '{TOOL}' are decided, not '{}'",
+                    question.resource_type
+                ),
+            )
+        }
+    };
+    Answer {
+        permitted: false,
+        reason: explain.then(reason),
+    }
+}
+
 /// One page of the tools a subject may call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
@@ -293,8 +323,8 @@ impl Decisions {
     }
 
     /// Answers `questions` in order at `snapshot`, under `semantic`: all of them, or up to and
-    /// including the first deny (or permit). Each distinct (claims, scope) is evaluated once;
-    /// `explain` adds the reasons.
+    /// including the first deny (or permit). Each distinct (claims key, scope) is evaluated
+    /// once; `explain` adds the reasons.
     pub fn decide(
         &self,
         snapshot: &Snapshot,
@@ -302,48 +332,45 @@ impl Decisions {
         semantic: Semantic,
         explain: bool,
     ) -> Vec<Answer> {
-        let mut evaluated: Vec<(&Claims, &Scope, Arc<Evaluation>)> = Vec::new();
-        let mut answers = Vec::with_capacity(questions.len());
-        for question in questions {
-            let answer = if question.action != CALL {
-                Answer {
-                    permitted: false,
-                    reason: explain.then(|| {
-                        Reason::plain(
-                            "unsupported_action",
-                            format!(
-                                "only the action '{CALL}' is decided, not '{}'",
-                                question.action
-                            ),
+        self.answer(snapshot, &Plan::new(snapshot, questions), semantic, explain)
+    }
+
+    /// Answers the questions of `plan` (made at `snapshot`) as [`Decisions::decide`] does.
+    /// An evaluation is made when the first question needing it is reached, so a semantic that
+    /// stops early spares the rest.
+    pub fn answer(
+        &self,
+        snapshot: &Snapshot,
+        plan: &Plan<'_>,
+        semantic: Semantic,
+        explain: bool,
+    ) -> Vec<Answer> {
+        let mut made: Vec<Option<Arc<Evaluation>>> = vec![None; plan.needed.len()];
+        let mut answers = Vec::with_capacity(plan.questions.len());
+        for (question, need) in plan.questions.iter().zip(&plan.needs) {
+            let answer = match need {
+                None => unsupported(question, explain),
+                Some(at) => {
+                    let evaluation = made[*at].get_or_insert_with(|| {
+                        let needed = &plan.needed[*at];
+                        self.listing_keyed(
+                            snapshot,
+                            &needed.fingerprint,
+                            needed.claims,
+                            needed.scope.options(),
                         )
-                    }),
-                }
-            } else if question.resource_type != TOOL {
-                Answer {
-                    permitted: false,
-                    reason: explain.then(|| {
-                        Reason::plain(
-                            "unsupported_resource_type",
-                            format!(
-                                "only resources of type '{TOOL}' are decided, not '{}'",
-                                question.resource_type
-                            ),
-                        )
-                    }),
-                }
-            } else {
-                let evaluation =
-                    self.evaluated(snapshot, &mut evaluated, question.claims, question.scope);
-                if explain {
-                    let verdict = snapshot.verdict(&evaluation, question.tool_id);
-                    Answer {
-                        permitted: verdict.is_granted(),
-                        reason: Some(Reason::of(&verdict, question.scope)),
-                    }
-                } else {
-                    Answer {
-                        permitted: snapshot.lists(&evaluation, question.tool_id),
-                        reason: None,
+                    });
+                    if explain {
+                        let verdict = snapshot.verdict(evaluation, question.tool_id);
+                        Answer {
+                            permitted: verdict.is_granted(),
+                            reason: Some(Reason::of(&verdict, question.scope)),
+                        }
+                    } else {
+                        Answer {
+                            permitted: snapshot.lists(evaluation, question.tool_id),
+                            reason: None,
+                        }
                     }
                 }
             };
@@ -377,28 +404,6 @@ impl Decisions {
             more: page.next().is_some(),
             total: evaluation.len(),
         }
-    }
-
-    /// The evaluation of `claims` in `scope`, once per distinct pair within one call
-    /// (`evaluated` remembers them; claims given once as a batch default are the same
-    /// reference, compared without looking inside).
-    fn evaluated<'q>(
-        &self,
-        snapshot: &Snapshot,
-        evaluated: &mut Vec<(&'q Claims, &'q Scope, Arc<Evaluation>)>,
-        claims: &'q Claims,
-        scope: &'q Scope,
-    ) -> Arc<Evaluation> {
-        let same = |a: &Claims, b: &Claims| std::ptr::eq(a, b) || a == b;
-        if let Some((_, _, evaluation)) = evaluated
-            .iter()
-            .find(|(c, s, _)| same(c, claims) && (std::ptr::eq(*s, scope) || *s == scope))
-        {
-            return Arc::clone(evaluation);
-        }
-        let evaluation = self.evaluation(snapshot, claims, scope);
-        evaluated.push((claims, scope, Arc::clone(&evaluation)));
-        evaluation
     }
 
     /// The evaluation of `claims` in `scope` at `snapshot`: cached, or made and kept.
@@ -450,5 +455,6 @@ impl Decisions {
     }
 }
 
+mod plan;
 #[cfg(test)]
 mod tests;

@@ -2,13 +2,20 @@
 //! applied by the same pure functions a write uses ([`super::commands`]), validated and
 //! compiled beside the live snapshot ([`CatalogService::preview`]), and nothing is written.
 //! Then every claim set given, and every one this instance served recently
-//! ([`super::seen::SeenClaims`]), is compared between the two snapshots
-//! ([`crate::domain::impact::compare`]).
+//! ([`super::seen::SeenClaims`]), is compared between the two snapshots one at a time, into a
+//! report of bounded size ([`report`]).
+//!
+//! A preview compiles a second catalog and compares up to tens of thousands of claim sets, so
+//! at most [`MAX_CONCURRENT_RUNS`] run at once ([`ImpactRuns`]); one more is refused at once
+//! (429, retry after [`BUSY_RETRY_AFTER_SECS`]) rather than queued behind them with its body
+//! held.
 //!
 //! A remembered claim set is only its projection onto what the policies read when it was
 //! served: a change whose policies read other claims evaluates those as absent for it (fewer
 //! tools, as everywhere), so such a change can show remembered identities losing tools that
 //! their full tokens would keep. The claim sets given in the request are evaluated whole.
+
+mod report;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +29,6 @@ use super::commands::{Edit, apply_create, apply_delete, apply_replace, apply_upd
 use super::entity::CatalogEntity;
 use super::{Actor, CatalogService, CommandError, Focus, Manifests, Precondition, WriteError};
 use crate::domain::claims::Claims;
-use crate::domain::impact::{Difference, compare};
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 use crate::domain::snapshot::Snapshot;
 use crate::domain::stamp::Stamp;
@@ -61,6 +67,10 @@ pub struct ClaimSetImpact {
     pub claims: Arc<Claims>,
     pub gained: Vec<String>,
     pub lost: Vec<String>,
+    /// Present (true) when `gained` and `lost` were cut: the answer lists at most
+    /// [`MAX_LISTED_IDS`] tool ids in all.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// The impact on one claim set served recently.
@@ -72,6 +82,9 @@ pub struct SeenImpact {
     pub last_seen: DateTime<Utc>,
     pub gained: Vec<String>,
     pub lost: Vec<String>,
+    /// As [`ClaimSetImpact::truncated`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// How many claim sets (given and seen) gain and lose one tool.
@@ -88,7 +101,8 @@ pub struct ImpactReport {
     pub revision: u64,
     /// The claim sets given, in order, each with its difference (possibly none).
     pub claims_sets: Vec<ClaimSetImpact>,
-    /// The claim sets served recently whose manifest the change would change.
+    /// The claim sets served recently whose manifest the change would change (but not those
+    /// a given claim set stands for: those are answered once, as given).
     pub seen: Vec<SeenImpact>,
     pub totals: BTreeMap<String, ToolTotals>,
     /// What to keep in mind reading `seen`: claims the changed policies read that remembered
@@ -96,18 +110,70 @@ pub struct ImpactReport {
     pub warnings: Vec<String>,
 }
 
-/// Previews `proposal` for `claim_sets` and the claim sets `manifests` served recently.
+pub use self::report::MAX_LISTED_IDS;
+
+/// How many previews may run at once on one instance.
+pub const MAX_CONCURRENT_RUNS: usize = 2;
+/// What a preview refused for [`MAX_CONCURRENT_RUNS`] is told to wait: about one run over
+/// 10,000 claim sets on the large catalog.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
+
+/// The previews running on this instance, at most [`MAX_CONCURRENT_RUNS`].
+pub struct ImpactRuns {
+    permits: tokio::sync::Semaphore,
+    limit: usize,
+}
+
+impl ImpactRuns {
+    /// At most `limit` at once.
+    pub fn new(limit: usize) -> ImpactRuns {
+        ImpactRuns {
+            permits: tokio::sync::Semaphore::new(limit),
+            limit,
+        }
+    }
+}
+
+impl Default for ImpactRuns {
+    fn default() -> Self {
+        ImpactRuns::new(MAX_CONCURRENT_RUNS)
+    }
+}
+
+/// Why a preview was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ImpactError {
+    /// The change was refused as its write would be.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// As many previews as may run at once are running.
+    #[error(
+        "{limit} impact previews are running, as many as may run at once; retry after \
+         {retry_after_secs} s"
+    )]
+    Busy { limit: usize, retry_after_secs: u64 },
+}
+
+/// Previews `proposal` for `claim_sets` and the claim sets `manifests` served recently, if
+/// `runs` has room for one more.
 pub async fn preview(
     catalog: &CatalogService,
     manifests: &Manifests,
     metrics: &Metrics,
+    runs: &ImpactRuns,
     request: ImpactRequest<'_>,
-) -> Result<ImpactReport, CommandError> {
+) -> Result<ImpactReport, ImpactError> {
+    let Ok(_running) = runs.permits.try_acquire() else {
+        return Err(ImpactError::Busy {
+            limit: runs.limit,
+            retry_after_secs: BUSY_RETRY_AFTER_SECS,
+        });
+    };
     let started = Instant::now();
     let result = run(catalog, manifests, request).await;
     let outcome = if result.is_ok() { "ok" } else { "refused" };
     metrics.impact(outcome, started.elapsed());
-    result
+    Ok(result?)
 }
 
 /// Who asks, on which condition, for which change and claim sets.
@@ -159,47 +225,12 @@ async fn run(
         }
     };
     let seen = manifests.seen().recent(Utc::now(), before.read_paths());
-    let given: Vec<Arc<Claims>> = claim_sets.into_iter().map(Arc::new).collect();
-    let compared = {
-        let (before, after) = (Arc::clone(&before), Arc::clone(&after));
-        let all: Vec<Arc<Claims>> = given
-            .iter()
-            .cloned()
-            .chain(seen.iter().map(|s| Arc::clone(&s.claims)))
-            .collect();
-        tokio::task::spawn_blocking(move || compare_all(&before, &after, &all))
-            .await
-            .map_err(|error| WriteError::Internal(format!("comparing manifests failed: {error}")))?
-    };
-    let (for_given, for_seen) = compared.split_at(given.len());
-    let mut report = ImpactReport {
-        revision: before.revision(),
-        claims_sets: Vec::with_capacity(given.len()),
-        seen: Vec::new(),
-        totals: BTreeMap::new(),
-        warnings: unremembered(&before, &after),
-    };
-    for (claims, difference) in given.into_iter().zip(for_given) {
-        count(&mut report.totals, difference);
-        report.claims_sets.push(ClaimSetImpact {
-            claims,
-            gained: difference.gained.clone(),
-            lost: difference.lost.clone(),
-        });
-    }
-    for (seen, difference) in seen.into_iter().zip(for_seen) {
-        if difference.is_empty() {
-            continue;
-        }
-        count(&mut report.totals, difference);
-        report.seen.push(SeenImpact {
-            claims: seen.claims,
-            last_seen: seen.last_seen,
-            gained: difference.gained.clone(),
-            lost: difference.lost.clone(),
-        });
-    }
-    Ok(report)
+    let warnings = unremembered(&before, &after);
+    tokio::task::spawn_blocking(move || {
+        report::compare(&before, &after, claim_sets, seen, warnings)
+    })
+    .await
+    .map_err(|error| WriteError::Internal(format!("comparing manifests failed: {error}")).into())
 }
 
 /// A warning naming the claims `after`'s policies read and `before`'s do not: remembered claim
@@ -220,20 +251,6 @@ fn unremembered(before: &Snapshot, after: &Snapshot) -> Vec<String> {
          have (name such claims in claims_sets to evaluate them)",
         new.join(", ")
     )]
-}
-
-fn compare_all(before: &Snapshot, after: &Snapshot, all: &[Arc<Claims>]) -> Vec<Difference> {
-    let claims: Vec<&Claims> = all.iter().map(|c| &**c).collect();
-    compare(before, after, &claims)
-}
-
-fn count(totals: &mut BTreeMap<String, ToolTotals>, difference: &Difference) {
-    for tool in &difference.gained {
-        totals.entry(tool.clone()).or_default().gained += 1;
-    }
-    for tool in &difference.lost {
-        totals.entry(tool.clone()).or_default().lost += 1;
-    }
 }
 
 /// One entity change to preview.

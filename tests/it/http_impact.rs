@@ -350,3 +350,139 @@ async fn the_command_line_previews_a_catalog_file_against_a_running_gateway() {
     let stdout = String::from_utf8_lossy(&stale.stdout);
     assert!(stdout.contains("412"), "{stdout}");
 }
+
+#[tokio::test]
+async fn a_given_claim_set_that_was_also_served_is_answered_and_counted_once() {
+    let gateway = gateway().await;
+    serve(
+        &gateway,
+        &[json!({"sub": "a", "roles": ["staff"], "depth": 2})],
+    )
+    .await;
+    let mut body = deny_writes_when_deep();
+    body["claims_sets"] = json!([{"sub": "a", "roles": ["staff"], "depth": 2}]);
+    let report = impact(&gateway, body, None)
+        .await
+        .expect(StatusCode::OK)
+        .json();
+    assert_eq!(strings(&report["claims_sets"][0]["lost"]), ["s:write"]);
+    assert_eq!(report["seen"], json!([]), "answered once, as given");
+    assert_eq!(
+        report["totals"],
+        json!({"s:write": {"gained": 0, "lost": 1}})
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("next.json");
+    let mut next = catalog();
+    next["policies"][1]["denied_group_ids"] = json!(["g-drops", "g-writes"]);
+    std::fs::write(&file, serde_json::to_vec(&next).expect("json")).expect("written");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("impact")
+        .arg("--catalog")
+        .arg(&file)
+        .args(["--url", &gateway.base])
+        .args(["--claims", r#"{"roles": ["staff"], "depth": 2}"#])
+        .env("TOOLGATE_TOKEN", Gateway::admin())
+        .output()
+        .await
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("1 of 1 given claim sets and 0 recently served ones change"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("    -s:write").count(), 1, "{stdout}");
+    assert!(stdout.contains("s:write: +0 -1"), "{stdout}");
+}
+
+#[tokio::test]
+async fn the_answer_lists_at_most_its_room_of_tool_ids_and_says_what_it_cut() {
+    let gateway = Gateway::start().await;
+    let tools: Vec<Value> = (0..500)
+        .map(|i| {
+            json!({"source_id": "s", "operation_id": format!("op{i:03}"),
+                        "name": format!("op{i:03}"), "method": "GET"})
+        })
+        .collect();
+    let catalog = json!({
+        "sources": [{"id": "s", "name": "s", "type": "manual"}], "tools": tools,
+        "groups": [{"id": "g-all", "name": "all", "selectors": [{}]}],
+        "policies": [{"id": "p-staff", "name": "staff", "allowed_group_ids": ["g-all"],
+            "claim_matchers": [{"json_path": "roles", "operator": "contains", "value": "staff"}]}]
+    });
+    gateway
+        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
+        .await
+        .expect(StatusCode::OK);
+    let claims_sets: Vec<Value> = (0..250)
+        .map(|i| json!({"roles": ["staff"], "n": i}))
+        .collect();
+    let body = json!({"change": {"collection": "policies", "id": "p-staff", "op": "delete"},
+                      "claims_sets": claims_sets});
+    let report = impact(&gateway, body, None)
+        .await
+        .expect(StatusCode::OK)
+        .json();
+    let given = report["claims_sets"].as_array().expect("claims_sets");
+    assert_eq!(given.len(), 250, "every claim set is answered");
+    // 200 claim sets losing 500 tools each fill the 100,000 ids; the rest are cut.
+    for (i, set) in given.iter().enumerate() {
+        let lost = set["lost"].as_array().expect("lost").len();
+        if i < 200 {
+            assert_eq!((lost, set.get("truncated")), (500, None), "claim set {i}");
+        } else {
+            assert_eq!(
+                (lost, &set["truncated"]),
+                (0, &json!(true)),
+                "claim set {i}"
+            );
+        }
+    }
+    assert_eq!(
+        report["totals"]["s:op042"],
+        json!({"gained": 0, "lost": 250}),
+        "totals count every claim set in full"
+    );
+    let warning = report["warnings"][0].as_str().expect("a warning");
+    assert!(
+        warning.contains("at most 100000 tool ids") && warning.contains("50 claim sets"),
+        "{warning}"
+    );
+}
+
+#[tokio::test]
+async fn at_most_two_previews_run_at_once_and_one_more_is_told_when_to_retry() {
+    let gateway = std::sync::Arc::new(gateway().await);
+    // A source whose document takes 5 s to come: its preview holds a run until then.
+    let slow = support::upstream::echo_server().await;
+    let held = |id: &str| {
+        json!({"change": {"collection": "sources", "id": id, "op": "put",
+               "body": {"name": id, "type": "openapi", "config": {"url": format!("{slow}/slow")}}}})
+    };
+    let running: Vec<_> = ["slow-1", "slow-2"]
+        .into_iter()
+        .map(|id| {
+            let (gateway, body) = (std::sync::Arc::clone(&gateway), held(id));
+            tokio::spawn(async move { impact(&gateway, body, None).await.status })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let busy = impact(&gateway, deny_writes_when_deep(), None).await;
+    let problem = busy.problem(429);
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("2 impact previews are running")),
+        "{problem}"
+    );
+    for run in running {
+        let status = run.await.expect("the preview ends");
+        assert_ne!(status, StatusCode::TOO_MANY_REQUESTS);
+    }
+    impact(&gateway, deny_writes_when_deep(), None)
+        .await
+        .expect(StatusCode::OK);
+}

@@ -14,6 +14,7 @@ mod auth;
 mod cli;
 mod conditional_instances;
 mod conformance_core;
+mod decision_bounds;
 mod decision_model;
 mod decisions;
 mod domain_purity;

@@ -19,8 +19,8 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
 use crate::service::impact::{ChangeOp, ImpactRequest, Proposal, preview};
 
-/// The most claim sets one request may name.
-const MAX_CLAIM_SETS: usize = 10_000;
+/// The most claim sets one request may name (more is a 422 at `claims_sets`).
+pub const MAX_CLAIM_SETS: usize = 10_000;
 
 /// The body of `POST /admin/impact`: a catalog document or one entity change, and claim sets
 /// to evaluate besides the ones served recently.
@@ -74,7 +74,11 @@ pub async fn impact(
     if body.claims_sets.len() > MAX_CLAIM_SETS {
         return Err(invalid(
             "claims_sets",
-            format!("at most {MAX_CLAIM_SETS} claim sets per request"),
+            format!(
+                "at most {MAX_CLAIM_SETS} claim sets per request, found {}; preview them in \
+                 parts",
+                body.claims_sets.len()
+            ),
         ));
     }
     let actor = actor(&agent, &headers);
@@ -84,7 +88,14 @@ pub async fn impact(
         proposal,
         claim_sets: body.claims_sets,
     };
-    let report = preview(&state.catalog, &state.manifests, &state.metrics, request).await?;
+    let report = preview(
+        &state.catalog,
+        &state.manifests,
+        &state.metrics,
+        &state.impact_runs,
+        request,
+    )
+    .await?;
     let revision = report.revision;
     Ok(with_revision(Json(report).into_response(), revision))
 }

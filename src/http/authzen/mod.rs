@@ -13,7 +13,9 @@
 //! Handlers map only: read the body ([`request`]), settle whose claims are asked about
 //! ([`request::claims_for`]: the caller's, or any with the admin rule), ask the service, write
 //! the reply ([`reply`]). Every decision request takes one request from the subject's
-//! `decisions` budget, a batch included.
+//! `decisions` budget, and a batch one more for each distinct (claims, context) evaluation it
+//! needs beyond the first: a batch costs what its work costs. A batch holds at most
+//! [`MAX_BATCH_ITEMS`] items.
 
 mod fields;
 mod page;
@@ -31,15 +33,14 @@ use axum::http::uri::Authority;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::Value;
 
 use self::reply::{Configuration, Decision, Decisions, Page, SearchContext, SearchPage, ToolRef};
 use self::request::Complete;
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{Agent, JsonBody};
+use super::extract::{Agent, JsonValue};
 use super::limit::RouteClass;
-use crate::service::decisions::{Answer, Question, Search, Semantic};
+use crate::service::decisions::{Answer, Plan, Question, Search, Semantic};
 
 pub const EVALUATION: &str = "/access/v1/evaluation";
 pub const EVALUATIONS: &str = "/access/v1/evaluations";
@@ -54,6 +55,9 @@ const SEARCH_ENDPOINT: &str = "search_resource";
 pub const DEFAULT_PAGE_LIMIT: usize = 100;
 /// The most results on one search page, whatever `page.limit` asks.
 pub const MAX_PAGE_LIMIT: usize = 1000;
+/// The most items one batch may hold: a batch is answered whole, in one request's time, so
+/// its work must stay within what one request may take (more is a 400 at `evaluations`).
+pub const MAX_BATCH_ITEMS: usize = 1000;
 
 /// The decision routes (they need a token, and run under the request timeout).
 pub fn routes() -> Router<AppState> {
@@ -72,7 +76,7 @@ pub fn open_routes() -> Router<AppState> {
 async fn evaluation(
     State(state): State<AppState>,
     agent: Agent,
-    JsonBody(body): JsonBody<Value>,
+    JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     state.limit(RouteClass::Decisions, &agent)?;
@@ -109,7 +113,7 @@ fn decide_one(
 async fn evaluations(
     State(state): State<AppState>,
     agent: Agent,
-    JsonBody(body): JsonBody<Value>,
+    JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     state.limit(RouteClass::Decisions, &agent)?;
@@ -137,7 +141,8 @@ async fn evaluations(
 }
 
 /// Asks the service about `items` at the current snapshot, each about the claims its subject
-/// stands for; reasons for admin callers only. Also the revision answered at.
+/// stands for, once the caller's budget has paid for the distinct evaluations they need (429
+/// otherwise); reasons for admin callers only. Also the revision answered at.
 fn decide(
     state: &AppState,
     agent: &Agent,
@@ -157,9 +162,17 @@ fn decide(
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
     let snapshot = state.catalog.snapshot();
+    let plan = Plan::new(&snapshot, &questions);
+    // The request took one from the budget on arrival; each distinct evaluation beyond the
+    // first costs what a request of its own would, before any is made.
+    state.limit_more(
+        RouteClass::Decisions,
+        agent,
+        plan.evaluations().saturating_sub(1),
+    )?;
     let answers = state
         .decisions
-        .decide(&snapshot, &questions, semantic, agent.is_admin);
+        .answer(&snapshot, &plan, semantic, agent.is_admin);
     Ok((answers, snapshot.revision()))
 }
 
@@ -167,7 +180,7 @@ fn decide(
 async fn search_resource(
     State(state): State<AppState>,
     agent: Agent,
-    JsonBody(body): JsonBody<Value>,
+    JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     state.limit(RouteClass::Decisions, &agent)?;

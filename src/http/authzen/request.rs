@@ -15,6 +15,7 @@
 
 use serde_json::{Map, Value};
 
+use super::MAX_BATCH_ITEMS;
 use super::fields::{Problems, at, body_object, field, kind_of, object, text};
 use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
@@ -224,7 +225,8 @@ pub fn single(body: &Value) -> Result<Parts, ApiError> {
 }
 
 /// The body of `POST /access/v1/evaluations`: top-level defaults, `evaluations` (each item's
-/// parts override the defaults key by key), `options.evaluations_semantic`. Whether every item
+/// parts override the defaults key by key; at most [`MAX_BATCH_ITEMS`], counted before any is
+/// read), `options.evaluations_semantic`. Whether every item
 /// ends up with each required part is checked by [`complete`].
 pub fn batch(body: &Value) -> Result<Batch, ApiError> {
     let map = body_object(body)?;
@@ -233,6 +235,13 @@ pub fn batch(body: &Value) -> Result<Batch, ApiError> {
     let mut items = Vec::new();
     match field(map, "evaluations") {
         None => {}
+        Some(Value::Array(list)) if list.len() > MAX_BATCH_ITEMS => problems.add(
+            "evaluations".to_owned(),
+            format!(
+                "at most {MAX_BATCH_ITEMS} evaluations per request, found {}; split the batch",
+                list.len()
+            ),
+        ),
         Some(Value::Array(list)) => {
             for (i, item) in list.iter().enumerate() {
                 let path = format!("evaluations[{i}]");
@@ -389,11 +398,16 @@ pub fn search(body: &Value) -> Result<SearchRequest, ApiError> {
         }
         match field(page, "limit") {
             None => {}
+            // A page of none would carry the same `next_token` forever: refused, not clamped.
             Some(value) => match value.as_u64() {
+                Some(0) => problems.add(
+                    "page.limit".to_owned(),
+                    "must be at least 1 (results per page), found 0".to_owned(),
+                ),
                 Some(n) => limit = Some(n),
                 None => problems.add(
                     "page.limit".to_owned(),
-                    format!("must be a non-negative integer, found {value}"),
+                    format!("must be a positive integer (results per page), found {value}"),
                 ),
             },
         }

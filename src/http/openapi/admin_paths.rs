@@ -362,7 +362,10 @@ pub(super) fn impact() -> PathItem {
          written. Answers, for each claim set given and each one this instance served in the \
          last 24 hours (remembered as the claims policies read, never whole tokens), the \
          tools gained and lost, with totals per tool. `If-Match` names the revision the \
-         change is meant for (412 when the catalog moved).",
+         change is meant for (412 when the catalog moved). At most 10,000 claim sets (422 at \
+         `claims_sets` beyond); the answer lists at most 100,000 tool ids in all (lists cut \
+         beyond are marked `truncated`, totals stay exact); at most 2 previews run at once \
+         (429 with `Retry-After` for one more).",
     )
     .request_body(Some(
         RequestBodyBuilder::new()

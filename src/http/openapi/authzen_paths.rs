@@ -118,8 +118,10 @@ pub struct EvaluationsRequest {
     resource: Option<Resource>,
     #[serde(skip_serializing_if = "Option::is_none")]
     context: Option<Context>,
-    /// Without it (or empty), the request is one evaluation and is answered like one.
+    /// Without it (or empty), the request is one evaluation and is answered like one. At most
+    /// 1000 items (more is a 400 at `evaluations`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 1000)]
     evaluations: Option<Vec<EvaluationItem>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     options: Option<EvaluationsOptions>,
@@ -159,8 +161,10 @@ pub struct PageRequest {
     /// The `next_token` of the previous page (with an otherwise identical request).
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
-    /// Results per page: default 100, at most 1000.
+    /// Results per page: default 100, at least 1 (0 is a 400), at most 1000 (more is taken as
+    /// 1000).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
     limit: Option<u64>,
 }
 
@@ -237,8 +241,10 @@ pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
         "Many decisions at once (AuthZEN Access Evaluations)",
         &format!(
             "{COMMON} The top-level `subject`, `action`, `resource` and `context` are defaults \
-             that each item of `evaluations` overrides key by key. Each distinct subject and \
-             context is evaluated once, however many tools are asked about. Always 200."
+             that each item of `evaluations` overrides key by key; at most 1000 items (400 \
+             at `evaluations` beyond). Each distinct subject and context is evaluated once, \
+             however many tools are asked about, and each one beyond the first takes one more \
+             request from the caller's `decisions` rate limit (at most a burst). Always 200."
         ),
     )
     .request_body(Some(body(
