@@ -141,6 +141,37 @@ async fn a_new_deny_takes_exactly_its_tools_from_exactly_the_claim_sets_it_match
 }
 
 #[tokio::test]
+async fn a_claim_set_is_echoed_as_given_and_one_that_is_not_an_object_is_named() {
+    let gateway = gateway().await;
+    let change = json!({"collection": "policies", "id": "p-deep", "op": "patch",
+                        "body": {"denied_group_ids": ["g-drops"]}});
+    let given = json!({"roles": ["staff"], "nested": {"a": [1, 2.5, null]}, "sub": "x"});
+    let report = impact(
+        &gateway,
+        json!({"change": change, "claims_sets": [given]}),
+        None,
+    )
+    .await
+    .expect(StatusCode::OK)
+    .json();
+    assert_eq!(report["claims_sets"][0]["claims"], given);
+    for (bad, at) in [
+        (json!([{}, ["roles"]]), "claims_sets[1]"),
+        (json!(["staff"]), "claims_sets[0]"),
+        (json!([{}, {}, null]), "claims_sets[2]"),
+    ] {
+        let problem = impact(
+            &gateway,
+            json!({"change": change, "claims_sets": bad}),
+            None,
+        )
+        .await
+        .problem(422);
+        assert_eq!(problem["errors"][0]["field"], at, "{problem}");
+    }
+}
+
+#[tokio::test]
 async fn a_change_that_changes_nothing_has_no_differences() {
     let gateway = gateway().await;
     serve(

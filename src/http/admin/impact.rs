@@ -7,11 +7,11 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::conditional::IfMatch;
 use super::crud::with_revision;
 use super::{COLLECTIONS, actor};
-use crate::domain::claims::Claims;
 use crate::domain::model::Catalog;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::http::AppState;
@@ -34,10 +34,11 @@ pub struct ImpactBody {
     /// One entity as `PUT`, `PATCH` or `DELETE /admin/<collection>/{id}` would write it.
     #[serde(default)]
     change: Option<ChangeBody>,
-    /// Claims to evaluate (as if verified), answered in order under `claims_sets`.
+    /// Claims to evaluate (as if verified), answered in order under `claims_sets`. Kept as
+    /// text until evaluated (each checked to be an object here).
     #[serde(default)]
     #[schema(value_type = Vec<Object>)]
-    claims_sets: Vec<Claims>,
+    claims_sets: Vec<Box<RawValue>>,
 }
 
 /// One entity change of [`ImpactBody`].
@@ -79,6 +80,16 @@ pub async fn impact(
                  parts",
                 body.claims_sets.len()
             ),
+        ));
+    }
+    if let Some(i) = body
+        .claims_sets
+        .iter()
+        .position(|claims| !claims.get().starts_with('{'))
+    {
+        return Err(invalid(
+            &format!("claims_sets[{i}]"),
+            "must be an object of claims".to_owned(),
         ));
     }
     let actor = actor(&agent, &headers);

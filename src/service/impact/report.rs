@@ -7,7 +7,8 @@
 //! byte budget ([`Comparison`]), and a difference is dropped once reported.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+
+use serde_json::value::RawValue;
 
 use super::{ClaimSetImpact, ImpactReport, SeenImpact, ToolTotals};
 use crate::domain::claims::Claims;
@@ -25,18 +26,18 @@ pub const MAX_LISTED_IDS: usize = 100_000;
 /// The report for `given` (in order) and `seen` (those that change), `before` → `after`.
 /// A remembered set that a given one stands for (the same claims where `before`'s policies
 /// read) is left out: it is answered once, as given.
+///
+/// `given` are JSON objects' texts (checked by the caller), parsed one at a time: a text that
+/// does not parse as an object is evaluated as no claims at all (fewer tools).
 pub fn compare(
     before: &Snapshot,
     after: &Snapshot,
-    given: Vec<Claims>,
+    given: Vec<Box<RawValue>>,
     seen: Vec<Seen>,
     warnings: Vec<String>,
 ) -> ImpactReport {
     let paths = [before.read_paths()];
-    let named: HashSet<Fingerprint> = given
-        .iter()
-        .map(|claims| Fingerprint::of_projection(claims, &paths))
-        .collect();
+    let mut named: HashSet<Fingerprint> = HashSet::with_capacity(given.len());
     let mut comparison = Comparison::new(before, after, DEFAULT_BUDGET);
     let mut room = Room {
         left: MAX_LISTED_IDS,
@@ -49,12 +50,15 @@ pub fn compare(
         totals: BTreeMap::new(),
         warnings,
     };
-    for claims in given {
+    for text in given {
+        let claims: Claims = serde_json::from_str(text.get()).unwrap_or_default();
+        named.insert(Fingerprint::of_projection(&claims, &paths));
         let difference = comparison.difference(&claims);
+        drop(claims);
         count(&mut report.totals, &difference);
         let (gained, lost, truncated) = room.keep(difference);
         report.claims_sets.push(ClaimSetImpact {
-            claims: Arc::new(claims),
+            claims: text,
             gained,
             lost,
             truncated,
