@@ -142,7 +142,7 @@ impl<'s> Manifest<'s> {
     }
 
     fn entry(&self, tool_id: &str) -> Option<&Entry> {
-        let index = tool_index(&self.snapshot.tools, tool_id)?;
+        let index = tool_index(self.snapshot, tool_id)?;
         self.entries
             .binary_search_by_key(&index, |entry| entry.tool)
             .ok()

@@ -182,7 +182,7 @@ impl McpCatalog {
         if snapshot.revision != self.revision {
             return None;
         }
-        let t = tool_index(&snapshot.tools, tool_id)? as usize;
+        let t = tool_index(snapshot, tool_id)? as usize;
         self.names[t].as_deref()
     }
 

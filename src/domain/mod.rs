@@ -26,6 +26,7 @@ mod selection;
 pub mod snapshot;
 pub mod source_config;
 pub mod stamp;
+mod tool_index;
 pub mod validate;
 pub mod verdict;
 pub mod workers;

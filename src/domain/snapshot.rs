@@ -21,6 +21,7 @@ pub use super::compile_error::CompileError;
 use super::entry::{ToolEntry, truncate};
 use super::model::Catalog;
 use super::selection::SelectionIndex;
+use super::tool_index::ToolIndex;
 use super::workers::{OnThisThread, Workers};
 
 /// A compiled, immutable catalog at one revision. Share it behind an `Arc`.
@@ -29,6 +30,8 @@ pub struct Snapshot {
     pub(super) revision: u64,
     /// In ascending id order: [`tool_index`] finds a tool by binary search.
     pub(super) tools: Vec<CompiledTool>,
+    /// `tools` by id.
+    pub(super) tool_index: ToolIndex,
     /// Tools that are enabled, not deprecated, and whose source exists and is enabled.
     pub(super) visible: FixedBitSet,
     pub(super) groups: Vec<CompiledGroup>,
@@ -248,6 +251,7 @@ impl Snapshot {
 
         Ok(Snapshot {
             revision,
+            tool_index: ToolIndex::new(tools.iter().map(|tool| tool.id.as_str())),
             tools,
             visible,
             groups,
@@ -299,11 +303,10 @@ impl Snapshot {
 }
 
 /// The snapshot index of the tool with this id, if any (`tools` is in id order).
-pub(super) fn tool_index(tools: &[CompiledTool], id: &str) -> Option<u32> {
-    tools
-        .binary_search_by(|tool| tool.id.as_str().cmp(id))
-        .ok()
-        .map(|index| index as u32)
+pub(super) fn tool_index(snapshot: &Snapshot, id: &str) -> Option<u32> {
+    snapshot
+        .tool_index
+        .find(id, |position| snapshot.tools[position as usize].id.as_str())
 }
 
 /// The snapshot indices of the ids that name existing tools, ascending and deduplicated.
@@ -393,8 +396,8 @@ mod tests {
         let snapshot = compile(|_| {}).expect("compiles");
         let ids: Vec<&str> = snapshot.tools.iter().map(|tool| tool.id.as_str()).collect();
         assert_eq!(ids, ["s:a", "s:b"]);
-        assert_eq!(tool_index(&snapshot.tools, "s:b"), Some(1));
-        assert_eq!(tool_index(&snapshot.tools, "s:c"), None);
+        assert_eq!(tool_index(&snapshot, "s:b"), Some(1));
+        assert_eq!(tool_index(&snapshot, "s:c"), None);
         let get = &snapshot.groups[1];
         assert_eq!(get.explicit, [0], "the missing id contributes nothing");
         assert_eq!(get.members.ones().collect::<Vec<_>>(), [0, 1]);

@@ -122,8 +122,7 @@ impl Snapshot {
     /// revision, whose tool indices mean nothing here.
     pub fn lists(&self, evaluation: &Evaluation, tool_id: &str) -> bool {
         evaluation.revision == self.revision
-            && tool_index(&self.tools, tool_id)
-                .is_some_and(|t| evaluation.listed.contains(t as usize))
+            && tool_index(self, tool_id).is_some_and(|t| evaluation.listed.contains(t as usize))
     }
 
     /// The ids the manifest of `evaluation` lists, ascending, from the first one after `after`
@@ -159,7 +158,7 @@ impl Snapshot {
     /// Why `tool_id` is or is not in the manifest of `evaluation`. For an evaluation of another
     /// revision, [`Verdict::NotGranted`] (what [`Snapshot::lists`] says of it).
     pub fn verdict(&self, evaluation: &Evaluation, tool_id: &str) -> Verdict<'_> {
-        let Some(t) = tool_index(&self.tools, tool_id) else {
+        let Some(t) = tool_index(self, tool_id) else {
             return Verdict::UnknownTool;
         };
         if evaluation.revision != self.revision {
