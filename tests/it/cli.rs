@@ -139,6 +139,67 @@ fn check_reports_every_validation_error_as_field_and_message() {
     );
 }
 
+/// `GET /admin/catalog` shows secrets as `"***"`: such an export given back as a file is
+/// refused by `check` and by `serve --seed`, naming the field, rather than `***` stored and sent
+/// upstream as the credential.
+#[tokio::test]
+async fn an_exported_catalog_with_masked_secrets_is_refused_by_check_and_seed() {
+    let gateway = support::gateway::Gateway::start().await;
+    let catalog = json!({
+        "sources": [{"id": "api", "name": "api", "type": "manual",
+                     "config": {"headers": {"X-Api-Key": "k-Cr3dCanary"}}}],
+        "tools": [{"source_id": "api", "operation_id": "op", "name": "op"}]
+    });
+    let reply = gateway
+        .admin_send(reqwest::Method::PUT, "/admin/catalog", Some(catalog))
+        .await;
+    assert_eq!(reply.status, reqwest::StatusCode::OK, "{}", reply.json());
+    let export = gateway
+        .get("/admin/catalog", &support::gateway::Gateway::admin())
+        .await;
+    let exported = String::from_utf8_lossy(&export.body).into_owned();
+    assert!(
+        exported.contains("\"***\"") && !exported.contains("Cr3dCanary"),
+        "{exported}"
+    );
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = write(dir.path(), "export.json", &exported);
+    let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("sources[0].config.headers.X-Api-Key: is \"***\""),
+        "{stdout}"
+    );
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .arg("--seed")
+        .arg(&path)
+        .env_clear()
+        .env("TOOLGATE_JWT_SECRET", SECRET)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = serve.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = serve.kill();
+            panic!("serve --seed started with a masked secret");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(serve.stderr.as_mut().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("X-Api-Key"), "{stderr}");
+}
+
 #[test]
 fn check_reports_json_syntax_errors_with_their_place() {
     let dir = tempfile::tempdir().expect("temporary folder");
