@@ -5,7 +5,12 @@
 //! that etag: one that leads to where the client already is (it joined after the change) is
 //! skipped, one from anywhere else is replaced by a fresh `tools` snapshot. So the client's
 //! view always equals some real manifest, whatever the interleaving of joins and changes.
+//!
+//! A `tools` event shares the rendered manifest's bytes with the manifest cache (its `id:` and
+//! `event:` lines and its end are separate chunks): a stalled reader's unsent snapshot, or a
+//! thousand readers' first events, cost no copy of a body that can be megabytes.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -29,7 +34,9 @@ pub struct Connection {
     render: Render,
     /// The etag the client holds.
     current: Arc<str>,
-    first: Option<(EventKind, Bytes)>,
+    first: Option<(EventKind, Event)>,
+    /// The rest of an event whose first chunk was sent.
+    rest: VecDeque<Bytes>,
     ping: Interval,
     expiry: Option<(Pin<Box<Sleep>>, i64)>,
     closed: bool,
@@ -66,7 +73,7 @@ impl Connection {
                 Some(&rendered.etag),
                 data.to_string().as_bytes(),
             );
-            (EventKind::Unchanged, bytes)
+            (EventKind::Unchanged, Event::whole(bytes))
         } else {
             (EventKind::Tools, tools_event(&rendered))
         };
@@ -77,6 +84,7 @@ impl Connection {
             render,
             current: Arc::from(rendered.etag.as_str()),
             first: Some(first),
+            rest: VecDeque::new(),
             ping,
             expiry: expires_at.map(|exp| (Box::pin(tokio::time::sleep_until(deadline(exp))), exp)),
             closed: false,
@@ -95,9 +103,12 @@ impl Connection {
     }
 
     async fn next_event(&mut self) -> Option<Bytes> {
+        if let Some(chunk) = self.rest.pop_front() {
+            return Some(chunk);
+        }
         if let Some((kind, first)) = self.first.take() {
             self.subscription.sent(kind);
-            return Some(first);
+            return Some(self.send(first));
         }
         if self.closed {
             return None;
@@ -132,13 +143,17 @@ impl Connection {
                 Woke::Ping => return Some(PING),
                 // The hub let go of this connection: end the stream.
                 Woke::Next(Next::Closed) => return None,
-                Woke::Next(Next::Lagged) => return Some(self.resynchronise()),
+                Woke::Next(Next::Lagged) => {
+                    let snapshot = self.resynchronise();
+                    return Some(self.send(snapshot));
+                }
                 Woke::Next(Next::Frame(frame)) => {
                     if frame.to == self.current {
                         continue; // already there (joined after the change)
                     }
                     if frame.from != self.current {
-                        return Some(self.resynchronise());
+                        let snapshot = self.resynchronise();
+                        return Some(self.send(snapshot));
                     }
                     self.current = Arc::clone(&frame.to);
                     self.subscription.sent(EventKind::ToolsChanged);
@@ -148,8 +163,16 @@ impl Connection {
         }
     }
 
+    /// `event`'s first chunk; the others are sent next.
+    fn send(&mut self, event: Event) -> Bytes {
+        let mut chunks = event.0.into_iter().filter(|chunk| !chunk.is_empty());
+        let first = chunks.next().unwrap_or_default();
+        self.rest.extend(chunks);
+        first
+    }
+
     /// Drops whatever is buffered and sends the current manifest whole.
-    fn resynchronise(&mut self) -> Bytes {
+    fn resynchronise(&mut self) -> Event {
         self.subscription.outbox.reset();
         let rendered = (self.render)();
         self.current = Arc::from(rendered.etag.as_str());
@@ -158,9 +181,41 @@ impl Connection {
     }
 }
 
-/// The `tools` event: the body of `GET /agents/tools`, `id:` its etag.
-pub fn tools_event(rendered: &RenderedManifest) -> Bytes {
-    encode(EventKind::Tools, Some(&rendered.etag), &rendered.body)
+/// One event as the chunks it is written in.
+#[derive(Debug)]
+pub struct Event([Bytes; 3]);
+
+impl Event {
+    fn whole(bytes: Bytes) -> Event {
+        Event([bytes, Bytes::new(), Bytes::new()])
+    }
+
+    /// The event's bytes, joined.
+    #[cfg(test)]
+    fn joined(&self) -> Vec<u8> {
+        self.0.concat()
+    }
+}
+
+/// The `tools` event: the body of `GET /agents/tools`, `id:` its etag. The body is shared, not
+/// copied, when it is one line (serde writes JSON without line breaks; a body that has one
+/// is encoded over several `data:` lines instead).
+pub fn tools_event(rendered: &RenderedManifest) -> Event {
+    if rendered.body.contains(&b'\n') {
+        return Event::whole(encode(
+            EventKind::Tools,
+            Some(&rendered.etag),
+            &rendered.body,
+        ));
+    }
+    // `encode` of an empty body ends with "data: \n\n": the body goes before that "\n\n".
+    let mut head = Vec::from(encode(EventKind::Tools, Some(&rendered.etag), b""));
+    head.truncate(head.len() - 2);
+    Event([
+        Bytes::from(head),
+        rendered.body.clone(),
+        Bytes::from_static(b"\n\n"),
+    ])
 }
 
 /// The instant of unix time `exp`, no leeway: already passed means now.
@@ -170,4 +225,28 @@ pub(super) fn deadline(exp: i64) -> Instant {
         .unwrap_or_default();
     let exp = Duration::from_secs(u64::try_from(exp).unwrap_or(0));
     Instant::now() + exp.saturating_sub(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tools_event_shares_the_body_and_reads_as_the_encoded_event() {
+        for body in [&br#"{"data":[],"count":0}"#[..], b"{\n\"a\": 1}", b""] {
+            let rendered = RenderedManifest::new(
+                Bytes::copy_from_slice(body),
+                "\"e1\"".to_owned(),
+                1,
+                0,
+                false,
+            );
+            let event = tools_event(&rendered);
+            let expected = encode(EventKind::Tools, Some("\"e1\""), body);
+            assert_eq!(event.joined(), expected.to_vec(), "{body:?}");
+            if !body.contains(&b'\n') {
+                assert_eq!(event.0[1].as_ptr(), rendered.body.as_ptr(), "no copy");
+            }
+        }
+    }
 }
