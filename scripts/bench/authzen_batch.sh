@@ -100,50 +100,23 @@ for name in same mixed; do
     | python3 -c 'import json,sys; e = json.load(sys.stdin)["evaluations"]; assert len(e) == 100, len(e)'
 done
 
-run() { # $1 = label, $2 = path, $3 = wrk script or empty
-  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
-  [ -n "$3" ] && args+=(-s "$3")
-  wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
-  wrk_row "$1" "$WORK/$1.txt"
-}
-
 echo "binary: $BIN"
 echo "large catalog: manifest of $TOOLS tools, $BYTES bytes; batches of 100 tools;"
 echo "$CONNECTIONS connections, $THREADS wrk thread, ${SECONDS_PER_ROUND}s rounds, $ROUNDS rounds"
 for route in "agents_tools /agents/tools" "same /access/v1/evaluations $WORK/same.lua" \
              "mixed /access/v1/evaluations $WORK/mixed.lua"; do
   read -r _ path script <<< "$route"
-  args=(-t"$THREADS" -c"$CONNECTIONS" -d2s -H "$AUTH")
-  [ -n "${script:-}" ] && args+=(-s "$script")
-  wrk "${args[@]}" "$BASE$path" > /dev/null   # warm-up
+  wrk_warm "$path" "${script:-}"
 done
 RESULTS=()
 for round in $(seq "$ROUNDS"); do
-  RESULTS+=("$(run "agents_tools_$round" /agents/tools "")")
-  RESULTS+=("$(run "batch_same_$round" /access/v1/evaluations "$WORK/same.lua")")
-  RESULTS+=("$(run "batch_4_contexts_$round" /access/v1/evaluations "$WORK/mixed.lua")")
+  RESULTS+=("$(wrk_round "agents_tools_$round" /agents/tools "")")
+  RESULTS+=("$(wrk_round "batch_same_$round" /access/v1/evaluations "$WORK/same.lua")")
+  RESULTS+=("$(wrk_round "batch_4_contexts_$round" /access/v1/evaluations "$WORK/mixed.lua")")
 done
 printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
-python3 - "$WORK/results.txt" <<'PY'
-import sys
-rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
-def ms(text):
-    for unit, factor in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * factor
-    return float(text)
-print(f"{'route':<22}{'req/s':>12}{'p50 ms':>10}{'p99 ms':>10}")
-for name, rps, p50, p99 in rows:
-    print(f"{name:<22}{float(rps):>12.0f}{ms(p50):>10.3f}{ms(p99):>10.3f}")
-def of(prefix):
-    picked = [r for r in rows if r[0].rsplit("_", 1)[0] == prefix]
-    return sum(float(r[1]) for r in picked) / len(picked), max(ms(r[3]) for r in picked)
-listing, listing_p99 = of("agents_tools")
-for prefix, label in (("batch_same", "100 items, 1 context"),
-                      ("batch_4_contexts", "100 items, 4 contexts")):
-    rps, p99 = of(prefix)
-    print(f"{label} ÷ GET /agents/tools: req/s {rps / listing:.2f}, p99 {p99 / listing_p99:.2f}")
-PY
+wrk_ratios "$WORK/results.txt" "agents_tools=GET /agents/tools" \
+  "batch_same=100 items, 1 context" "batch_4_contexts=100 items, 4 contexts"
 
 # One worst-case batch, timed alone (a fresh revision's caches are warm from the rounds above,
 # but no item's context was asked before): the server's CPU time for it, and what 1,001 gets.

@@ -87,49 +87,29 @@ PERMITS=$(curl -sf -X POST -H "$AUTH" -H 'content-type: application/json' \
   | python3 -c 'import json,sys; e = json.load(sys.stdin)["evaluations"]; assert len(e) == 100; print(sum(x["decision"] for x in e))')
 echo "$SINGLE" | grep -q '"decision":true' || { echo "the single evaluation is not a permit: $SINGLE" >&2; exit 1; }
 
-run() { # $1 = label, $2 = path, $3 = wrk script or empty
-  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
-  [ -n "$3" ] && args+=(-s "$3")
-  wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
-  wrk_row "$1" "$WORK/$1.txt"
-}
-
 echo "large catalog: manifest of $TOOLS tools, $BYTES bytes; batch: 100 tools, $PERMITS permitted;"
 echo "$CONNECTIONS connections, $THREADS wrk thread, ${SECONDS_PER_ROUND}s rounds, $ROUNDS rounds"
 for route in "agents_tools /agents/tools" "evaluation /access/v1/evaluation $WORK/evaluation.lua" \
              "evaluations /access/v1/evaluations $WORK/evaluations.lua"; do
   read -r _ path script <<< "$route"
-  args=(-t"$THREADS" -c"$CONNECTIONS" -d2s -H "$AUTH")
-  [ -n "${script:-}" ] && args+=(-s "$script")
-  wrk "${args[@]}" "$BASE$path" > /dev/null   # warm-up
+  wrk_warm "$path" "${script:-}"
 done
 RESULTS=()
 for round in $(seq "$ROUNDS"); do
-  RESULTS+=("$(run "agents_tools_$round" /agents/tools "")")
-  RESULTS+=("$(run "evaluation_$round" /access/v1/evaluation "$WORK/evaluation.lua")")
-  RESULTS+=("$(run "evaluations_100_$round" /access/v1/evaluations "$WORK/evaluations.lua")")
+  RESULTS+=("$(wrk_round "agents_tools_$round" /agents/tools "")")
+  RESULTS+=("$(wrk_round "evaluation_$round" /access/v1/evaluation "$WORK/evaluation.lua")")
+  RESULTS+=("$(wrk_round "evaluations_100_$round" /access/v1/evaluations "$WORK/evaluations.lua")")
 done
 printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
+wrk_ratios "$WORK/results.txt" "agents_tools=GET /agents/tools" \
+  "evaluation=single evaluation" "evaluations_100=100-tool batch"
 python3 - "$WORK/results.txt" <<'PY'
 import sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
-def ms(text):
-    for unit, factor in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * factor
-    return float(text)
-print(f"{'route':<20}{'req/s':>12}{'p50 ms':>10}{'p99 ms':>10}")
-for name, rps, p50, p99 in rows:
-    print(f"{name:<20}{float(rps):>12.0f}{ms(p50):>10.3f}{ms(p99):>10.3f}")
-def of(prefix):
-    picked = [r for r in rows if r[0].rsplit("_", 1)[0] == prefix]
-    return sum(float(r[1]) for r in picked) / len(picked), max(ms(r[3]) for r in picked)
-listing, listing_p99 = of("agents_tools")
-for prefix, label in (("evaluation", "single evaluation"), ("evaluations_100", "100-tool batch")):
-    rps, p99 = of(prefix)
-    print(f"{label} ÷ GET /agents/tools: req/s {rps / listing:.2f}, p99 {p99 / listing_p99:.2f}")
-batch, _ = of("evaluations_100")
-single, _ = of("evaluation")
+def mean(prefix):
+    picked = [float(r[1]) for r in rows if r[0].rsplit("_", 1)[0] == prefix]
+    return sum(picked) / len(picked)
+batch, single = mean("evaluations_100"), mean("evaluation")
 print(f"decisions/s: single {single:.0f}, in batches of 100 {batch * 100:.0f} "
       f"({batch * 100 / single:.1f}x)")
 PY

@@ -34,3 +34,47 @@ wrk_row() {
   fi
   echo "$label $(awk '/Requests\/sec/ {print $2}' "$file") $(awk '$1=="50%" {print $2}' "$file") $(awk '$1=="99%" {print $2}' "$file")"
 }
+
+# wrk_round LABEL PATH [SCRIPT] runs one measured round of wrk against $BASE$PATH with the
+# header $AUTH, $THREADS threads, $CONNECTIONS connections for $SECONDS_PER_ROUND seconds (and
+# the Lua SCRIPT, if given), keeps its output in $WORK/LABEL.txt and prints its wrk_row line.
+wrk_round() {
+  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
+  [ -n "${3:-}" ] && args+=(-s "$3")
+  wrk "${args[@]}" "$BASE$2" > "$WORK/$1.txt"
+  wrk_row "$1" "$WORK/$1.txt"
+}
+
+# wrk_warm PATH [SCRIPT] runs the same load for two unmeasured seconds.
+wrk_warm() {
+  local args=(-t"$THREADS" -c"$CONNECTIONS" -d2s -H "$AUTH")
+  [ -n "${2:-}" ] && args+=(-s "$2")
+  wrk "${args[@]}" "$BASE$1" > /dev/null
+}
+
+# wrk_ratios FILE BASELINE=LABEL PREFIX=LABEL… prints the wrk_row lines of FILE (labels
+# PREFIX_ROUND) as a table, then, for each PREFIX, its mean req/s and worst p99 ÷ those of
+# BASELINE.
+wrk_ratios() {
+  python3 - "$@" <<'PY'
+import sys
+path, (baseline, baseline_label), pairs = sys.argv[1], sys.argv[2].split("=", 1), sys.argv[3:]
+rows = [line.split() for line in open(path) if line.strip()]
+def ms(text):
+    for unit, factor in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float(text)
+print(f"{'route':<24}{'req/s':>12}{'p50 ms':>10}{'p99 ms':>10}")
+for name, rps, p50, p99 in rows:
+    print(f"{name:<24}{float(rps):>12.0f}{ms(p50):>10.3f}{ms(p99):>10.3f}")
+def of(prefix):
+    picked = [r for r in rows if r[0].rsplit("_", 1)[0] == prefix]
+    return sum(float(r[1]) for r in picked) / len(picked), max(ms(r[3]) for r in picked)
+base, base_p99 = of(baseline)
+for pair in pairs:
+    prefix, label = pair.split("=", 1)
+    rps, p99 = of(prefix)
+    print(f"{label} ÷ {baseline_label}: req/s {rps / base:.2f}, p99 {p99 / base_p99:.2f}")
+PY
+}

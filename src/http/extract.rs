@@ -193,13 +193,26 @@ impl FromRequest<AppState> for JsonValue {
 /// `bytes` as one JSON value, with [`parse_json`]'s 400s for an empty body, bad syntax and
 /// trailing data.
 pub fn parse_json_value(bytes: &Bytes) -> Result<serde_json::Value, ApiError> {
+    one_value(bytes, |deserializer| {
+        serde_json::Value::deserialize(deserializer)
+    })
+}
+
+/// The one JSON value `read` takes from `bytes`; 400 for an empty body, bad syntax, or anything
+/// but whitespace after the value.
+fn one_value<'b, T>(
+    bytes: &'b [u8],
+    read: impl FnOnce(
+        &mut serde_json::Deserializer<serde_json::de::SliceRead<'b>>,
+    ) -> Result<T, serde_json::Error>,
+) -> Result<T, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::Malformed(
             "the request body is empty; a JSON document is expected".into(),
         ));
     }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    let value = serde_json::Value::deserialize(&mut *deserializer).map_err(|error| {
+    let value = read(deserializer).map_err(|error| {
         ApiError::Malformed(format!("the request body is not valid JSON: {error}"))
     })?;
     deserializer.end().map_err(|error| {
@@ -282,23 +295,7 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// is malformed (a client that sent two documents learns that neither was taken, rather than
 /// having the first one applied).
 pub fn parse_json<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
-    if bytes.is_empty() {
-        return Err(ApiError::Malformed(
-            "the request body is empty; a JSON document is expected".into(),
-        ));
-    }
-    let syntax = &mut serde_json::Deserializer::from_slice(bytes);
-    serde::de::IgnoredAny::deserialize(&mut *syntax).map_err(|error| {
-        ApiError::Malformed(format!("the request body is not valid JSON: {error}"))
-    })?;
-    syntax.end().map_err(|error| {
-        ApiError::Malformed(format!(
-            "the request body is not valid JSON: trailing data after the JSON value at line {} \
-             column {}",
-            error.line(),
-            error.column()
-        ))
-    })?;
+    one_value(bytes, |syntax| serde::de::IgnoredAny::deserialize(syntax))?;
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let path = error.path().to_string();

@@ -4,15 +4,18 @@
 //!
 //! A per-stream bound alone still lets the total grow with the number of streams: a thousand
 //! readers that stopped reading, each within its own 4 MiB, pin 4 GB. Here every queued byte is
-//! also counted against one shared budget (`cache.stream_queues_bytes`, default 64 MiB). A
-//! frame that would go past it first makes room by coalescing the *largest* queues (each is
-//! dropped and its stream marked lagged: its reader gets one fresh snapshot when it reads
-//! again, which supersedes every change it missed) down to three quarters of the budget, so
-//! that room is made rarely and in bulk. A frame that still does not fit lags its own stream.
+//! also counted against one shared budget (`cache.stream_total_bytes`, default 64 MiB). A frame
+//! that would go past it first makes room by coalescing the queues of the streams that pin the
+//! most (queued bytes and bytes their writer has not sent yet: a reader that stopped reading
+//! ranks before one that keeps up). Each is dropped and its stream marked lagged: its reader
+//! gets one fresh snapshot when it reads again, which supersedes every change it missed. Room
+//! is made down to three quarters of the budget, so that it is made rarely and in bulk, and a
+//! pass over the streams is made only when it can free a quarter of the budget, so that passes
+//! stay rare with any number of streams. A frame that still does not fit lags its own stream.
 //!
-//! Bytes being written ([`StreamBudget::writing`]) cannot be taken back (the connection's
-//! writer holds them until the socket takes them), but they are counted, so that queues give
-//! way to them: a stalled reader's unsent snapshot is part of what streams cost.
+//! Bytes being written ([`super::outbox::Outbox::writing`]) cannot be taken back (the
+//! connection's writer holds them until the socket takes them), but they are counted, so that
+//! queues give way to them: a stalled reader's unsent snapshot is part of what streams cost.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -116,13 +119,26 @@ impl StreamBudget {
     }
 
     /// Makes room for a frame of `bytes` when it would not fit: coalesces the largest queues
-    /// until what is counted is at most three quarters of the budget less `bytes`, or nothing
-    /// queued is left. Call it before pushing, holding no outbox's lock.
+    /// until what is counted is at most three quarters of the budget less `bytes`, and at
+    /// least a quarter of the budget below where it was. Call it before pushing, holding no
+    /// outbox's lock.
+    ///
+    /// A pass looks at every stream, so it is made only when the queues hold a quarter of the
+    /// budget to free: passes stay rare (at most one per quarter of the budget pushed) however
+    /// many streams there are, even when bytes being written, which no pass can free, keep
+    /// the budget full. Without such a pass the frame does not fit and lags its own stream.
     pub fn make_room(&self, bytes: usize) {
-        if self.used() + bytes <= self.limit {
+        let used = self.used();
+        if used + bytes <= self.limit {
             return;
         }
-        let target = (self.limit / 4 * 3).saturating_sub(bytes);
+        let quarter = (self.limit / 4).max(1);
+        if self.queued() < quarter {
+            return;
+        }
+        let target = (self.limit - quarter)
+            .saturating_sub(bytes)
+            .min(used.saturating_sub(quarter));
         // Strong references taken under the lock and used after it: dropping the last one of
         // an outbox takes this lock again.
         let live: Vec<Arc<dyn Coalescible>> =

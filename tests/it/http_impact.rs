@@ -328,6 +328,29 @@ async fn claims_no_policy_read_before_are_named_in_a_warning() {
     assert!(warning.contains("'team'"), "{warning}");
 }
 
+/// `toolgate impact` against `gateway` with the test catalog whose writes are denied to deep
+/// callers, written to a file in `dir`, and `args` besides.
+async fn impact_command(
+    gateway: &Gateway,
+    dir: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    let file = dir.join("next.json");
+    let mut next = catalog();
+    next["policies"][1]["denied_group_ids"] = json!(["g-drops", "g-writes"]);
+    std::fs::write(&file, serde_json::to_vec(&next).expect("json")).expect("written");
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("impact")
+        .arg("--catalog")
+        .arg(&file)
+        .args(["--url", &gateway.base])
+        .args(args)
+        .env("TOOLGATE_TOKEN", Gateway::admin())
+        .output()
+        .await
+        .expect("the binary runs")
+}
+
 #[tokio::test]
 async fn the_command_line_previews_a_catalog_file_against_a_running_gateway() {
     let gateway = gateway().await;
@@ -337,20 +360,12 @@ async fn the_command_line_previews_a_catalog_file_against_a_running_gateway() {
     )
     .await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("next.json");
-    let mut next = catalog();
-    next["policies"][1]["denied_group_ids"] = json!(["g-drops", "g-writes"]);
-    std::fs::write(&file, serde_json::to_vec(&next).expect("json")).expect("written");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg("impact")
-        .arg("--catalog")
-        .arg(&file)
-        .args(["--url", &gateway.base])
-        .args(["--claims", r#"{"roles": ["staff"], "depth": 0}"#])
-        .env("TOOLGATE_TOKEN", Gateway::admin())
-        .output()
-        .await
-        .expect("the binary runs");
+    let output = impact_command(
+        &gateway,
+        dir.path(),
+        &["--claims", r#"{"roles": ["staff"], "depth": 0}"#],
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -368,15 +383,7 @@ async fn the_command_line_previews_a_catalog_file_against_a_running_gateway() {
     assert!(stdout.contains("    -s:write"), "{stdout}");
     assert!(stdout.contains("s:write: +0 -1"), "{stdout}");
 
-    let stale = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg("impact")
-        .arg("--catalog")
-        .arg(&file)
-        .args(["--url", &gateway.base, "--if-match", "0"])
-        .env("TOOLGATE_TOKEN", Gateway::admin())
-        .output()
-        .await
-        .expect("the binary runs");
+    let stale = impact_command(&gateway, dir.path(), &["--if-match", "0"]).await;
     assert!(!stale.status.success());
     let stdout = String::from_utf8_lossy(&stale.stdout);
     assert!(stdout.contains("412"), "{stdout}");
@@ -404,20 +411,12 @@ async fn a_given_claim_set_that_was_also_served_is_answered_and_counted_once() {
     );
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("next.json");
-    let mut next = catalog();
-    next["policies"][1]["denied_group_ids"] = json!(["g-drops", "g-writes"]);
-    std::fs::write(&file, serde_json::to_vec(&next).expect("json")).expect("written");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg("impact")
-        .arg("--catalog")
-        .arg(&file)
-        .args(["--url", &gateway.base])
-        .args(["--claims", r#"{"roles": ["staff"], "depth": 2}"#])
-        .env("TOOLGATE_TOKEN", Gateway::admin())
-        .output()
-        .await
-        .expect("the binary runs");
+    let output = impact_command(
+        &gateway,
+        dir.path(),
+        &["--claims", r#"{"roles": ["staff"], "depth": 2}"#],
+    )
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
     assert!(

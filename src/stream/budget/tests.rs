@@ -91,3 +91,22 @@ fn a_dropped_outbox_releases_its_bytes_and_leaves_the_registry() {
     assert!(budget.lock().is_empty(), "forgotten");
     budget.make_room(2000); // nothing left to coalesce: no panic, no deadlock
 }
+
+#[test]
+fn no_pass_is_made_when_the_queues_cannot_free_a_quarter_of_the_budget() {
+    let budget = StreamBudget::new(1000);
+    let stuck = Outbox::new(&budget, 1000);
+    let _unsent = stuck.writing(Bytes::from(vec![0u8; 850]));
+    let small = Outbox::new(&budget, 1000);
+    assert_eq!(small.push(frame(100)), Pushed::Queued);
+    // 950 + 100 > 1000, but the queues hold 100 < 250: no pass, nothing coalesced.
+    budget.make_room(100);
+    assert_eq!(budget.coalesced(), 0);
+    assert_eq!(small.queued_bytes(), 100);
+    let other = Outbox::new(&budget, 1000);
+    assert_eq!(
+        other.push(frame(100)),
+        Pushed::Lagged,
+        "the frame lags its own stream"
+    );
+}
