@@ -229,5 +229,9 @@ async fn stalled_streams_cost_a_bounded_amount_of_memory() {
         bounded.queued,
         bounded.writing
     );
-    assert!(bounded.coalesced > 0.0, "the budget made room");
+    // Under the default budget the stalled streams' queues (a 2.4 MB change each) fill it, and
+    // it makes room by coalescing them. Under 16 MiB the unsent snapshots alone fill it: no
+    // queue ever holds a quarter of it to free, so each change lags its own stream instead
+    // (nothing queued, checked above).
+    assert!(stalled.coalesced > 0.0, "the budget made room");
 }
