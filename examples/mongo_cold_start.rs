@@ -18,24 +18,18 @@ mod mongo;
 
 use std::time::{Duration, Instant};
 
-use toolgate::auth::AuthSettings;
-use toolgate::config::Secret;
-use toolgate::server::{ServerConfig, StoreConfig, start};
+use toolgate::config::{Secret, Settings};
+use toolgate::server::start;
 use toolgate::store::mongo::{CommitPathChoice, MongoStore};
 use toolgate::store::{CatalogStore, Change, Commit};
 
-fn config(uri: &str, database: &str) -> ServerConfig {
-    let store = StoreConfig::Mongo {
-        uri: Secret::new(uri),
-        database: database.to_owned(),
-    };
-    let auth = AuthSettings {
-        hmac_secret: Some("cold-start-example-secret-of-32-bytes".to_owned()),
-        ..AuthSettings::default()
-    };
-    ServerConfig {
+fn config(uri: &str, database: &str) -> Settings {
+    Settings {
         listen: "127.0.0.1:0".parse().expect("address"),
-        ..ServerConfig::new(store, auth)
+        mongodb_uri: Some(Secret::new(uri)),
+        mongodb_database: database.to_owned(),
+        jwt_secret: Some(Secret::new("cold-start-example-secret-of-32-bytes")),
+        ..Settings::default()
     }
 }
 
@@ -102,7 +96,7 @@ async fn main() {
         .await
         .expect("the gateway starts");
         starts.push(starting.elapsed());
-        assert_eq!(running.state.catalog.snapshot().revision(), 1);
+        assert_eq!(running.state.app.catalog.snapshot().revision(), 1);
         let _ = stop.send(());
         let _ = running.task.await;
     }

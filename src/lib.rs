@@ -1,8 +1,22 @@
 //! toolgate: a tool-access gateway for AI agents.
 //!
-//! Data flows one way: token → claims → decision → bytes.
+//! Data flows one way: token → claims → decision → bytes. The modules are layers, each using
+//! only those listed before it (`tests/it/layering.rs` keeps it so):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | pure core | [`domain`] |
+//! | observing | [`telemetry`] |
+//! | adapters | [`redis_link`], [`catalog_file`], [`auth`], [`store`], [`cache`], [`bus`], [`ingest`], [`upstream`] |
+//! | application | [`service`] (every write, every read, every access rule), [`stream`] (live manifests) |
+//! | assembly | [`config`] (settings and their defaults), [`app`] (the services built from settings) |
+//! | transports | [`http`] (REST, SSE, MCP, AuthZEN, admin) |
+//! | entry points | [`server`] (bind and serve), [`cli`] (the command line) |
 #![forbid(unsafe_code)]
 
+/// The application built from settings: every service the transports use, and the background
+/// work beside requests.
+pub mod app;
 /// JWT verification (HMAC secret and JWKS keys), the admin rule, dev-token minting.
 pub mod auth;
 /// The change bus: committed writes announced to every instance.
@@ -11,21 +25,22 @@ pub mod bus;
 pub mod cache;
 /// Reading catalog documents from JSON or YAML files, with line, column and field path on error.
 pub mod catalog_file;
-/// The command line: `serve` (default), `token`, `check`, `migrate`.
+/// The command line: `serve` (default), `token`, `check`, `migrate`, `impact`.
 pub mod cli;
 /// Settings from flags, environment, TOML file and defaults, checked once at start.
 pub mod config;
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
-/// The HTTP adapter: routes, extractors, problem-JSON errors.
+/// The HTTP transports: routes, extractors, problem-JSON errors; REST, SSE, MCP, AuthZEN.
 pub mod http;
 /// Catalog ingestion: OpenAPI documents and MCP servers → tools, and the refresh diff.
 pub mod ingest;
 /// The connection to Redis shared by the cache and the change bus, and whether Redis is up.
 pub mod redis_link;
-/// Assembles and runs the gateway (`toolgate serve`).
+/// Binds and serves the gateway (`toolgate serve`).
 pub mod server;
-/// Catalog writes and the current compiled snapshot (the application layer).
+/// The application layer: catalog writes, the current snapshot, manifests, decisions, the
+/// caller and every rule of who may ask what, rate limits.
 pub mod service;
 /// The catalog store port and its adapters (embedded on-disk store, MongoDB).
 pub mod store;

@@ -31,21 +31,6 @@ pub struct AuthSettings {
     pub jwks_min_refetch_interval: Duration,
 }
 
-impl Default for AuthSettings {
-    fn default() -> Self {
-        Self {
-            hmac_secret: None,
-            jwks: None,
-            issuer: None,
-            audience: None,
-            leeway: Duration::from_secs(30),
-            require_exp: true,
-            jwks_refresh_interval: Duration::from_secs(5 * 60),
-            jwks_min_refetch_interval: Duration::from_secs(10),
-        }
-    }
-}
-
 impl fmt::Debug for AuthSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AuthSettings")

@@ -75,18 +75,6 @@ pub struct CacheBudgets {
     pub stream_total_bytes: usize,
 }
 
-impl Default for CacheBudgets {
-    fn default() -> CacheBudgets {
-        CacheBudgets {
-            manifest_bytes: 128 << 20,
-            access_bytes: 16 << 20,
-            evaluation_bytes: 32 << 20,
-            stream_queue_bytes: 4 << 20,
-            stream_total_bytes: 64 << 20,
-        }
-    }
-}
-
 /// Bytes a cache entry costs beyond its key and value: the hash table's slot and the LRU
 /// list's links (an estimate on the safe side).
 pub const ENTRY_OVERHEAD: usize = 64;

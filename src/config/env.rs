@@ -61,54 +61,19 @@ pub const OTEL_VARIABLES: &[&str] = &[
 
 /// Reads and checks the variables in `env`.
 pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
+    let vars = Vars(env);
     let text = |name: &str| env.get(name).map(str::to_owned);
-    let positive = |name: &str| -> Result<Option<u64>, ConfigError> {
-        env.get(name)
-            .map(|t| layer::integer(name, t).and_then(|n| layer::at_least_one(name, n)))
-            .transpose()
-    };
-    let budget = |class: &str| -> Result<BudgetLayer, ConfigError> {
-        let per_second = format!("TOOLGATE_RATE_LIMIT_{class}_PER_SEC");
-        let burst = format!("TOOLGATE_RATE_LIMIT_{class}_BURST");
-        Ok(BudgetLayer {
-            per_second: env
-                .get(&per_second)
-                .map(|t| layer::integer(&per_second, t).and_then(|n| layer::rate(&per_second, n)))
-                .transpose()?,
-            burst: env
-                .get(&burst)
-                .map(|t| layer::integer(&burst, t).and_then(|n| layer::burst(&burst, n)))
-                .transpose()?,
-        })
-    };
-    // TOOLGATE_LOG_LEVEL is toolgate's own; RUST_LOG is honoured as the usual fallback.
-    let log_level = match env.get("TOOLGATE_LOG_LEVEL") {
-        Some(level) => Some(layer::log_level("TOOLGATE_LOG_LEVEL", level)?),
-        None => env
-            .get("RUST_LOG")
-            .map(|level| layer::log_level("RUST_LOG", level))
-            .transpose()?,
-    };
     Ok(Layer {
-        listen: env
-            .get("TOOLGATE_LISTEN")
-            .map(|t| layer::listen_address("TOOLGATE_LISTEN", t))
-            .transpose()?,
+        listen: vars.parsed("TOOLGATE_LISTEN", layer::listen_address)?,
         data_dir: env.get("TOOLGATE_DATA_DIR").map(PathBuf::from),
         seed: env.get("TOOLGATE_SEED").map(PathBuf::from),
         jwt_secret: env.get("TOOLGATE_JWT_SECRET").map(Secret::new),
         jwks_url: text("TOOLGATE_JWKS_URL"),
         jwt_issuer: text("TOOLGATE_JWT_ISSUER"),
         jwt_audience: text("TOOLGATE_JWT_AUDIENCE"),
-        jwt_leeway_secs: env
-            .get("TOOLGATE_JWT_LEEWAY_SECS")
-            .map(|t| layer::integer("TOOLGATE_JWT_LEEWAY_SECS", t))
-            .transpose()?,
-        jwt_require_exp: env
-            .get("TOOLGATE_JWT_REQUIRE_EXP")
-            .map(|t| layer::boolean("TOOLGATE_JWT_REQUIRE_EXP", t))
-            .transpose()?,
-        admin_rule: env.get("TOOLGATE_ADMIN_RULE").map(admin_rule).transpose()?,
+        jwt_leeway_secs: vars.parsed("TOOLGATE_JWT_LEEWAY_SECS", layer::integer)?,
+        jwt_require_exp: vars.parsed("TOOLGATE_JWT_REQUIRE_EXP", layer::boolean)?,
+        admin_rule: vars.parsed("TOOLGATE_ADMIN_RULE", |_, text| admin_rule(text))?,
         mongodb_uri: env.get("TOOLGATE_MONGODB_URI").map(Secret::new),
         mongodb_database: text("TOOLGATE_MONGODB_DATABASE"),
         redis_url: env.get("TOOLGATE_REDIS_URL").map(Secret::new),
@@ -116,43 +81,73 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
             .get("TOOLGATE_REDIS_SECRET")
             .filter(|t| !t.is_empty())
             .map(Secret::new),
-        request_timeout_secs: positive("TOOLGATE_REQUEST_TIMEOUT_SECS")?,
-        body_limit_bytes: positive("TOOLGATE_BODY_LIMIT_BYTES")?,
-        sse_ping_secs: positive("TOOLGATE_SSE_PING_SECS")?,
-        revision_poll_secs: positive("TOOLGATE_REVISION_POLL_SECS")?,
-        max_streams_per_subject: positive("TOOLGATE_MAX_STREAMS_PER_SUBJECT")?,
-        idle_timeout_secs: positive("TOOLGATE_IDLE_TIMEOUT_SECS")?,
-        header_timeout_secs: positive("TOOLGATE_HEADER_TIMEOUT_SECS")?,
-        max_connections: positive("TOOLGATE_MAX_CONNECTIONS")?,
-        authz_deny_status: env
-            .get("TOOLGATE_AUTHZ_DENY_STATUS")
-            .map(|t| {
-                layer::integer("TOOLGATE_AUTHZ_DENY_STATUS", t)
-                    .and_then(|n| layer::deny_status("TOOLGATE_AUTHZ_DENY_STATUS", n))
-            })
-            .transpose()?,
-        log_format: env
-            .get("TOOLGATE_LOG_FORMAT")
-            .map(|t| layer::log_format("TOOLGATE_LOG_FORMAT", t))
-            .transpose()?,
-        log_level,
-        otlp_endpoint: env
-            .get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .map(|t| layer::otlp_endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", t))
-            .transpose()?,
-        otlp_protocol: env
-            .get("OTEL_EXPORTER_OTLP_PROTOCOL")
-            .map(|t| layer::otlp_protocol("OTEL_EXPORTER_OTLP_PROTOCOL", t))
-            .transpose()?,
+        request_timeout_secs: vars.positive("TOOLGATE_REQUEST_TIMEOUT_SECS")?,
+        body_limit_bytes: vars.positive("TOOLGATE_BODY_LIMIT_BYTES")?,
+        sse_ping_secs: vars.positive("TOOLGATE_SSE_PING_SECS")?,
+        revision_poll_secs: vars.positive("TOOLGATE_REVISION_POLL_SECS")?,
+        max_streams_per_subject: vars.positive("TOOLGATE_MAX_STREAMS_PER_SUBJECT")?,
+        idle_timeout_secs: vars.positive("TOOLGATE_IDLE_TIMEOUT_SECS")?,
+        header_timeout_secs: vars.positive("TOOLGATE_HEADER_TIMEOUT_SECS")?,
+        max_connections: vars.positive("TOOLGATE_MAX_CONNECTIONS")?,
+        authz_deny_status: vars.parsed("TOOLGATE_AUTHZ_DENY_STATUS", |name, text| {
+            layer::integer(name, text).and_then(|n| layer::deny_status(name, n))
+        })?,
+        log_format: vars.parsed("TOOLGATE_LOG_FORMAT", layer::log_format)?,
+        log_level: log_level(&vars)?,
+        otlp_endpoint: vars.parsed("OTEL_EXPORTER_OTLP_ENDPOINT", layer::otlp_endpoint)?,
+        otlp_protocol: vars.parsed("OTEL_EXPORTER_OTLP_PROTOCOL", layer::otlp_protocol)?,
         otel_service_name: text("OTEL_SERVICE_NAME"),
-        agent_reads: budget("AGENT_READS")?,
-        streams: budget("STREAMS")?,
-        admin_writes: budget("ADMIN_WRITES")?,
-        decisions: budget("DECISIONS")?,
-        tool_calls: budget("TOOL_CALLS")?,
+        agent_reads: vars.budget("AGENT_READS")?,
+        streams: vars.budget("STREAMS")?,
+        admin_writes: vars.budget("ADMIN_WRITES")?,
+        decisions: vars.budget("DECISIONS")?,
+        tool_calls: vars.budget("TOOL_CALLS")?,
         mcp: super::mcp::McpLayer::from_env(env)?,
         cache: super::cache::CacheLayer::from_env(env)?,
     })
+}
+
+/// The environment's variables, each parsed with the name it came from in every message.
+struct Vars<'e>(&'e Environment);
+
+impl Vars<'_> {
+    /// The variable `name` parsed by `parse` (given the name and the text), if set.
+    fn parsed<T>(
+        &self,
+        name: &str,
+        parse: impl FnOnce(&str, &str) -> Result<T, ConfigError>,
+    ) -> Result<Option<T>, ConfigError> {
+        self.0.get(name).map(|text| parse(name, text)).transpose()
+    }
+
+    /// A count or duration that must be at least 1.
+    fn positive(&self, name: &str) -> Result<Option<u64>, ConfigError> {
+        self.parsed(name, |name, text| {
+            layer::integer(name, text).and_then(|n| layer::at_least_one(name, n))
+        })
+    }
+
+    /// `TOOLGATE_RATE_LIMIT_<class>_PER_SEC` and `_BURST`.
+    fn budget(&self, class: &str) -> Result<BudgetLayer, ConfigError> {
+        let per_second = format!("TOOLGATE_RATE_LIMIT_{class}_PER_SEC");
+        let burst = format!("TOOLGATE_RATE_LIMIT_{class}_BURST");
+        Ok(BudgetLayer {
+            per_second: self.parsed(&per_second, |name, text| {
+                layer::integer(name, text).and_then(|n| layer::rate(name, n))
+            })?,
+            burst: self.parsed(&burst, |name, text| {
+                layer::integer(name, text).and_then(|n| layer::burst(name, n))
+            })?,
+        })
+    }
+}
+
+/// TOOLGATE_LOG_LEVEL is toolgate's own; RUST_LOG is honoured as the usual fallback.
+fn log_level(vars: &Vars<'_>) -> Result<Option<String>, ConfigError> {
+    match vars.parsed("TOOLGATE_LOG_LEVEL", layer::log_level)? {
+        Some(level) => Ok(Some(level)),
+        None => vars.parsed("RUST_LOG", layer::log_level),
+    }
 }
 
 /// `TOOLGATE_ADMIN_RULE` holds the matcher list as JSON, the same shape as in the file.

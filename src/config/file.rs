@@ -129,99 +129,155 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
         path: path.to_owned(),
         message: error.to_string().trim_end().to_owned(),
     })?;
-    let place = format!(" in {}", path.display());
-    let named = |key: &str| format!("{key}{place}");
-    let positive = |key: &str, value: Option<u64>| {
-        value
-            .map(|v| layer::at_least_one(&named(key), v))
-            .transpose()
+    let at = At {
+        place: format!(" in {}", path.display()),
     };
-    let budget = |class: &str, per_second: Option<u64>, burst: Option<u64>| {
-        Ok::<_, ConfigError>(BudgetLayer {
-            per_second: per_second
-                .map(|v| layer::rate(&named(&format!("rate_limits.{class}_per_sec")), v))
-                .transpose()?,
-            burst: burst
-                .map(|v| layer::burst(&named(&format!("rate_limits.{class}_burst")), v))
-                .transpose()?,
-        })
-    };
-    let limits = &file.rate_limits;
-    Ok(Layer {
-        listen: non_empty(file.server.listen)
-            .map(|text| layer::listen_address(&named("server.listen"), &text))
-            .transpose()?,
-        data_dir: file.server.data_dir.filter(|p| !p.as_os_str().is_empty()),
-        seed: file.server.seed.filter(|p| !p.as_os_str().is_empty()),
-        jwt_secret: non_empty(file.auth.jwt_secret).map(Secret::new),
-        jwks_url: non_empty(file.auth.jwks_url),
-        jwt_issuer: non_empty(file.auth.jwt_issuer),
-        jwt_audience: non_empty(file.auth.jwt_audience),
-        jwt_leeway_secs: file.auth.jwt_leeway_secs,
-        jwt_require_exp: file.auth.jwt_require_exp,
-        admin_rule: file
-            .auth
-            .admin_rule
-            .map(|rule| layer::admin_rule("auth.admin_rule", &place, rule))
-            .transpose()?,
+    let mut layer = Layer {
         mongodb_uri: non_empty(file.mongodb.uri).map(Secret::new),
         mongodb_database: non_empty(file.mongodb.database),
         redis_url: non_empty(file.redis.url).map(Secret::new),
         redis_secret: non_empty(file.redis.secret).map(Secret::new),
-        request_timeout_secs: positive(
-            "http.request_timeout_secs",
-            file.http.request_timeout_secs,
-        )?,
-        body_limit_bytes: positive("http.body_limit_bytes", file.http.body_limit_bytes)?,
-        sse_ping_secs: positive("http.sse_ping_secs", file.http.sse_ping_secs)?,
-        revision_poll_secs: positive("server.revision_poll_secs", file.server.revision_poll_secs)?,
-        max_streams_per_subject: positive(
-            "http.max_streams_per_subject",
-            file.http.max_streams_per_subject,
-        )?,
-        idle_timeout_secs: positive("http.idle_timeout_secs", file.http.idle_timeout_secs)?,
-        header_timeout_secs: positive("http.header_timeout_secs", file.http.header_timeout_secs)?,
-        max_connections: positive("http.max_connections", file.http.max_connections)?,
-        authz_deny_status: file
-            .http
-            .authz_deny_status
-            .map(|v| layer::deny_status(&named("http.authz_deny_status"), v))
-            .transpose()?,
-        log_format: non_empty(file.log.format)
-            .map(|text| layer::log_format(&named("log.format"), &text))
-            .transpose()?,
-        log_level: non_empty(file.log.level)
-            .map(|text| layer::log_level(&named("log.level"), &text))
-            .transpose()?,
-        otlp_endpoint: non_empty(file.telemetry.otlp_endpoint)
-            .map(|text| layer::otlp_endpoint(&named("telemetry.otlp_endpoint"), &text))
-            .transpose()?,
-        otlp_protocol: non_empty(file.telemetry.otlp_protocol)
-            .map(|text| layer::otlp_protocol(&named("telemetry.otlp_protocol"), &text))
-            .transpose()?,
-        otel_service_name: non_empty(file.telemetry.service_name),
-        agent_reads: budget(
-            "agent_reads",
-            limits.agent_reads_per_sec,
-            limits.agent_reads_burst,
-        )?,
-        streams: budget("streams", limits.streams_per_sec, limits.streams_burst)?,
-        admin_writes: budget(
-            "admin_writes",
-            limits.admin_writes_per_sec,
-            limits.admin_writes_burst,
-        )?,
-        decisions: budget(
-            "decisions",
-            limits.decisions_per_sec,
-            limits.decisions_burst,
-        )?,
-        tool_calls: budget(
-            "tool_calls",
-            limits.tool_calls_per_sec,
-            limits.tool_calls_burst,
-        )?,
-        mcp: super::mcp::McpLayer::from_file(file.mcp, &place)?,
-        cache: super::cache::CacheLayer::from_file(file.cache, &place)?,
-    })
+        ..Layer::default()
+    };
+    server(&mut layer, file.server, &at)?;
+    auth(&mut layer, file.auth, &at)?;
+    http(&mut layer, file.http, &at)?;
+    observability(&mut layer, file.log, file.telemetry, &at)?;
+    rate_limits(&mut layer, &file.rate_limits, &at)?;
+    layer.mcp = super::mcp::McpLayer::from_file(file.mcp, &at.place)?;
+    layer.cache = super::cache::CacheLayer::from_file(file.cache, &at.place)?;
+    Ok(layer)
+}
+
+/// Where a value was read: keys are named with the file in every message.
+struct At {
+    /// ` in <path>`.
+    place: String,
+}
+
+impl At {
+    fn named(&self, key: &str) -> String {
+        format!("{key}{}", self.place)
+    }
+
+    /// A count or duration that must be at least 1.
+    fn positive(&self, key: &str, value: Option<u64>) -> Result<Option<u64>, ConfigError> {
+        value
+            .map(|v| layer::at_least_one(&self.named(key), v))
+            .transpose()
+    }
+
+    /// `rate_limits.<class>_per_sec` and `_burst`.
+    fn budget(
+        &self,
+        class: &str,
+        per_second: Option<u64>,
+        burst: Option<u64>,
+    ) -> Result<BudgetLayer, ConfigError> {
+        Ok(BudgetLayer {
+            per_second: per_second
+                .map(|v| layer::rate(&self.named(&format!("rate_limits.{class}_per_sec")), v))
+                .transpose()?,
+            burst: burst
+                .map(|v| layer::burst(&self.named(&format!("rate_limits.{class}_burst")), v))
+                .transpose()?,
+        })
+    }
+}
+
+/// `[server]`.
+fn server(layer: &mut Layer, section: ServerSection, at: &At) -> Result<(), ConfigError> {
+    layer.listen = non_empty(section.listen)
+        .map(|text| layer::listen_address(&at.named("server.listen"), &text))
+        .transpose()?;
+    layer.data_dir = section.data_dir.filter(|p| !p.as_os_str().is_empty());
+    layer.seed = section.seed.filter(|p| !p.as_os_str().is_empty());
+    layer.revision_poll_secs =
+        at.positive("server.revision_poll_secs", section.revision_poll_secs)?;
+    Ok(())
+}
+
+/// `[auth]`.
+fn auth(layer: &mut Layer, section: AuthSection, at: &At) -> Result<(), ConfigError> {
+    layer.jwt_secret = non_empty(section.jwt_secret).map(Secret::new);
+    layer.jwks_url = non_empty(section.jwks_url);
+    layer.jwt_issuer = non_empty(section.jwt_issuer);
+    layer.jwt_audience = non_empty(section.jwt_audience);
+    layer.jwt_leeway_secs = section.jwt_leeway_secs;
+    layer.jwt_require_exp = section.jwt_require_exp;
+    layer.admin_rule = section
+        .admin_rule
+        .map(|rule| layer::admin_rule("auth.admin_rule", &at.place, rule))
+        .transpose()?;
+    Ok(())
+}
+
+/// `[http]`.
+fn http(layer: &mut Layer, section: HttpSection, at: &At) -> Result<(), ConfigError> {
+    layer.request_timeout_secs =
+        at.positive("http.request_timeout_secs", section.request_timeout_secs)?;
+    layer.body_limit_bytes = at.positive("http.body_limit_bytes", section.body_limit_bytes)?;
+    layer.sse_ping_secs = at.positive("http.sse_ping_secs", section.sse_ping_secs)?;
+    layer.max_streams_per_subject = at.positive(
+        "http.max_streams_per_subject",
+        section.max_streams_per_subject,
+    )?;
+    layer.idle_timeout_secs = at.positive("http.idle_timeout_secs", section.idle_timeout_secs)?;
+    layer.header_timeout_secs =
+        at.positive("http.header_timeout_secs", section.header_timeout_secs)?;
+    layer.max_connections = at.positive("http.max_connections", section.max_connections)?;
+    layer.authz_deny_status = section
+        .authz_deny_status
+        .map(|v| layer::deny_status(&at.named("http.authz_deny_status"), v))
+        .transpose()?;
+    Ok(())
+}
+
+/// `[log]` and `[telemetry]`.
+fn observability(
+    layer: &mut Layer,
+    log: LogSection,
+    telemetry: TelemetrySection,
+    at: &At,
+) -> Result<(), ConfigError> {
+    layer.log_format = non_empty(log.format)
+        .map(|text| layer::log_format(&at.named("log.format"), &text))
+        .transpose()?;
+    layer.log_level = non_empty(log.level)
+        .map(|text| layer::log_level(&at.named("log.level"), &text))
+        .transpose()?;
+    layer.otlp_endpoint = non_empty(telemetry.otlp_endpoint)
+        .map(|text| layer::otlp_endpoint(&at.named("telemetry.otlp_endpoint"), &text))
+        .transpose()?;
+    layer.otlp_protocol = non_empty(telemetry.otlp_protocol)
+        .map(|text| layer::otlp_protocol(&at.named("telemetry.otlp_protocol"), &text))
+        .transpose()?;
+    layer.otel_service_name = non_empty(telemetry.service_name);
+    Ok(())
+}
+
+/// `[rate_limits]`.
+fn rate_limits(layer: &mut Layer, limits: &RateLimitsSection, at: &At) -> Result<(), ConfigError> {
+    layer.agent_reads = at.budget(
+        "agent_reads",
+        limits.agent_reads_per_sec,
+        limits.agent_reads_burst,
+    )?;
+    layer.streams = at.budget("streams", limits.streams_per_sec, limits.streams_burst)?;
+    layer.admin_writes = at.budget(
+        "admin_writes",
+        limits.admin_writes_per_sec,
+        limits.admin_writes_burst,
+    )?;
+    layer.decisions = at.budget(
+        "decisions",
+        limits.decisions_per_sec,
+        limits.decisions_burst,
+    )?;
+    layer.tool_calls = at.budget(
+        "tool_calls",
+        limits.tool_calls_per_sec,
+        limits.tool_calls_burst,
+    )?;
+    Ok(())
 }

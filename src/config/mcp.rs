@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::number;
 use super::{ConfigError, Environment};
-use crate::http::mcp::McpSettings;
-use crate::http::mcp::session::SessionLimits;
+use crate::service::mcp::{McpSettings, SessionLimits};
+use crate::upstream::CallLimits;
 
 /// The environment variables read here.
 pub const VARIABLES: [&str; 8] = [
@@ -147,10 +147,12 @@ impl McpLayer {
                 .list_ttl_ms
                 .map_or(defaults.list_ttl, Duration::from_millis),
             allowed_origins: self.allowed_origins.unwrap_or_default(),
-            call_timeout: self
-                .call_timeout_secs
-                .map_or(defaults.call_timeout, Duration::from_secs),
-            call_max_bytes: size(self.call_max_bytes, defaults.call_max_bytes),
+            calls: CallLimits {
+                timeout: self
+                    .call_timeout_secs
+                    .map_or(defaults.calls.timeout, Duration::from_secs),
+                max_response_bytes: size(self.call_max_bytes, defaults.calls.max_response_bytes),
+            },
         }
     }
 }

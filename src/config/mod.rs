@@ -13,6 +13,7 @@
 //! variables ([`KNOWN_VARIABLES`]) is also what lets us warn about misspelt ones.
 
 mod cache;
+mod defaults;
 mod dev;
 mod env;
 mod environment;
@@ -31,45 +32,16 @@ use std::time::Duration;
 
 use crate::auth::AuthSettings;
 use crate::domain::model::ClaimMatcher;
-use crate::http::limit::{Budget, RateLimits};
+use crate::service::limits::{Budget, RateLimits};
 pub use crate::telemetry::LogFormat;
 use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
+pub use defaults::*;
 pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
 pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use secret::Secret;
-
-/// The configuration file read when none is named, if it exists.
-pub const DEFAULT_CONFIG_FILE: &str = "config/toolgate.toml";
-/// Default listen address (loopback: exposing the gateway is a deliberate choice).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
-/// Default folder of the embedded store.
-pub const DEFAULT_DATA_DIR: &str = "./data";
-/// Default MongoDB database name.
-pub const DEFAULT_MONGODB_DATABASE: &str = "toolgate";
-/// Default clock-skew leeway for `exp`/`nbf`, in seconds.
-pub const DEFAULT_JWT_LEEWAY_SECS: u64 = 30;
-/// Default per-request timeout, in seconds (SSE streams are exempt by design of the server).
-pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 30;
-/// Default request body limit: 1 MiB.
-pub const DEFAULT_BODY_LIMIT_BYTES: u64 = 1024 * 1024;
-/// Default interval between SSE keep-alive pings, in seconds.
-pub const DEFAULT_SSE_PING_SECS: u64 = 15;
-/// How often an instance sharing its store compares revisions, whatever the bus says.
-pub const DEFAULT_REVISION_POLL_SECS: u64 = 5;
-/// Default cap on concurrent SSE streams per token subject.
-pub const DEFAULT_MAX_STREAMS_PER_SUBJECT: u64 = 16;
-/// Default time after which a connection (HTTP/1 or HTTP/2) with no exchange in flight is
-/// closed, in seconds. Each idle connection holds a file descriptor; clients reconnect.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 30;
-/// Default time a client has to send its request head (HTTP/1) or preface (HTTP/2), seconds.
-pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 30;
-/// Default log filter.
-pub const DEFAULT_LOG_LEVEL: &str = "info";
-/// Default `service.name` of exported traces and metrics.
-pub const DEFAULT_OTEL_SERVICE_NAME: &str = "toolgate";
 
 /// What the command line says about settings; `None`/`false` means "the flag was not given".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -116,6 +88,12 @@ pub struct Settings {
     pub jwt_audience: Option<String>,
     /// Clock skew tolerated on `exp`/`nbf`.
     pub jwt_leeway: Duration,
+    /// How often the JWKS is fetched again anyway (not configurable from outside: the
+    /// default suits identity providers' key rotation; tests shorten it).
+    pub jwks_refresh_interval: Duration,
+    /// The least time between two fetches of the JWKS for unknown `kid`s (not configurable
+    /// from outside; tests shorten it).
+    pub jwks_min_refetch_interval: Duration,
     /// Tokens without `exp` are refused (the default): a token that never expires is a
     /// credential that can never be taken back, and its streams would never end.
     pub jwt_require_exp: bool,
@@ -165,11 +143,19 @@ pub struct Settings {
     /// Requests per subject and route class.
     pub rate_limits: RateLimits,
     /// The MCP endpoint's settings.
-    pub mcp: crate::http::mcp::McpSettings,
+    pub mcp: crate::service::mcp::McpSettings,
     /// Byte budgets of the in-process caches.
     pub cache: crate::cache::CacheBudgets,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
     pub warnings: Vec<String>,
+}
+
+/// Every setting at its default ([`defaults`]): no key material, no file, no environment.
+/// What tests and embedders start from before changing the fields they care about.
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings::from_layer(layer::Layer::default(), None, false, Vec::new())
+    }
 }
 
 impl Settings {
@@ -239,6 +225,8 @@ impl Settings {
             jwt_leeway: Duration::from_secs(
                 layer.jwt_leeway_secs.unwrap_or(DEFAULT_JWT_LEEWAY_SECS),
             ),
+            jwks_refresh_interval: DEFAULT_JWKS_REFRESH_INTERVAL,
+            jwks_min_refetch_interval: DEFAULT_JWKS_MIN_REFETCH_INTERVAL,
             jwt_require_exp: layer.jwt_require_exp.unwrap_or(true),
             admin_rule: layer.admin_rule.unwrap_or_else(default_admin_rule),
             mongodb_uri: layer.mongodb_uri,
@@ -329,7 +317,8 @@ impl Settings {
             audience: self.jwt_audience.clone(),
             leeway: self.jwt_leeway,
             require_exp: self.jwt_require_exp,
-            ..AuthSettings::default()
+            jwks_refresh_interval: self.jwks_refresh_interval,
+            jwks_min_refetch_interval: self.jwks_min_refetch_interval,
         }
     }
 }

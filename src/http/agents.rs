@@ -14,87 +14,24 @@ use bytes::Bytes;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{AcceptEncoding, Agent, IfNoneMatch, QueryPairs};
-use super::limit::RouteClass;
+use super::extract::{AcceptEncoding, IfNoneMatch, QueryPairs};
+use super::read::{read_request, with_explanation};
 use crate::cache::{Coding, RenderedManifest};
-use crate::domain::entry::Fields;
-use crate::domain::manifest::{Manifest, ManifestOptions};
-
-/// The query options of the agent endpoints, parsed strictly: an unknown parameter or a bad
-/// boolean is a 400 that names it, so a typo (`groups=`) never silently widens a manifest.
-#[derive(Debug, Default)]
-pub struct AgentQuery {
-    pub options: ManifestOptions,
-    pub explain: bool,
-}
-
-impl AgentQuery {
-    pub fn parse(pairs: &[(String, String)]) -> Result<AgentQuery, ApiError> {
-        let mut query = AgentQuery::default();
-        let mut fields: Vec<String> = Vec::new();
-        for (key, value) in pairs {
-            match key.as_str() {
-                "group" => extend(&mut query.options.groups, value),
-                "tools" => extend(&mut query.options.tools, value),
-                "state" => query.options.state = Some(value.clone()),
-                "include_disabled" => query.options.include_disabled = boolean(key, value)?,
-                "fields" => fields.extend(ManifestOptions::list(value)),
-                "explain" => query.explain = boolean(key, value)?,
-                other => {
-                    return Err(ApiError::Malformed(format!(
-                        "unknown query parameter '{other}'; expected group, state, tools, \
-                         fields, include_disabled or explain"
-                    )));
-                }
-            }
-        }
-        if pairs.iter().any(|(key, _)| key == "fields") {
-            query.options.fields =
-                Fields::parse(fields.iter().map(String::as_str)).map_err(|unknown| {
-                    ApiError::Malformed(format!("query parameter 'fields': {unknown}"))
-                })?;
-        }
-        Ok(query)
-    }
-
-    /// `include_disabled` and `explain` are for admins only.
-    pub fn authorize(&self, agent: &Agent) -> Result<(), ApiError> {
-        if (self.options.include_disabled || self.explain) && !agent.is_admin {
-            return Err(ApiError::Forbidden(
-                "include_disabled and explain require an admin token".to_owned(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Repeated list parameters (`group=a&group=b`) add up.
-fn extend(list: &mut Option<Vec<String>>, value: &str) {
-    list.get_or_insert_with(Vec::new)
-        .extend(ManifestOptions::list(value));
-}
-
-fn boolean(key: &str, value: &str) -> Result<bool, ApiError> {
-    match value {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(ApiError::Malformed(format!(
-            "query parameter '{key}' must be true or false, found '{other}'"
-        ))),
-    }
-}
+use crate::service::Caller;
+use crate::service::limits::RouteClass;
 
 pub async fn list_tools(
     State(state): State<AppState>,
-    agent: Agent,
+    agent: Caller,
     QueryPairs(pairs): QueryPairs,
     IfNoneMatch(if_none_match): IfNoneMatch,
     accept_encoding: AcceptEncoding,
 ) -> Result<Response, ApiError> {
-    state.limit(RouteClass::AgentReads, &agent)?;
-    let query = AgentQuery::parse(&pairs)?;
+    let app = &state.app;
+    app.limits.charge(RouteClass::AgentReads, &agent)?;
+    let query = read_request(&pairs)?;
     query.authorize(&agent)?;
-    let snapshot = state.catalog.snapshot();
+    let snapshot = app.catalog.snapshot();
     if query.explain {
         let explained = snapshot.explain(agent.claims(), &query.options);
         let body = with_explanation(&explained.manifest, &explained.explanation)?;
@@ -106,8 +43,8 @@ pub async fn list_tools(
         ));
     }
     let claims = agent.claims();
-    let key = state.manifests.key(&snapshot, claims, query.options);
-    let rendered = state.manifests.resolve(&snapshot, claims, key).await;
+    let key = app.manifests.key(&snapshot, claims, query.options);
+    let rendered = app.manifests.resolve(&snapshot, claims, key).await;
     if rendered.body.len() >= COMPRESS_FROM {
         for coding in accept_encoding.codings() {
             if let Some(compressed) = compressed(&rendered, coding).await {
@@ -151,20 +88,6 @@ fn coded_etag(etag: &str, coding: Coding) -> String {
         Some(open) => format!("{open}-{}\"", coding.as_str()),
         None => etag.to_owned(),
     }
-}
-
-/// A manifest body followed by `"explanation": …`.
-pub fn with_explanation(
-    manifest: &Manifest<'_>,
-    explanation: &crate::domain::explain::Explanation,
-) -> Result<bytes::Bytes, ApiError> {
-    let mut body = manifest.to_json();
-    body.pop(); // the closing brace
-    body.extend_from_slice(b",\"explanation\":");
-    serde_json::to_writer(&mut body, explanation)
-        .map_err(|error| ApiError::Internal(format!("cannot serialise an explanation: {error}")))?;
-    body.push(b'}');
-    Ok(body.into())
 }
 
 /// 200 with the body (in content coding `coding`, when given), or 304 when `If-None-Match`
@@ -266,46 +189,6 @@ mod tests {
             &[HeaderValue::from_static("\"x\"")],
             etag
         ));
-    }
-
-    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-        items
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn query_options_parse_and_add_up() {
-        let query = AgentQuery::parse(&pairs(&[
-            ("group", "a, b"),
-            ("group", "c"),
-            ("state", "research"),
-            ("tools", ""),
-            ("include_disabled", "true"),
-        ]))
-        .expect("valid");
-        assert_eq!(
-            query.options.groups,
-            Some(vec!["a".into(), "b".into(), "c".into()])
-        );
-        assert_eq!(
-            query.options.tools,
-            Some(vec![]),
-            "an empty list keeps none"
-        );
-        assert_eq!(query.options.state.as_deref(), Some("research"));
-        assert!(query.options.include_disabled);
-    }
-
-    #[test]
-    fn unknown_parameters_and_bad_booleans_are_rejected() {
-        for bad in [&[("groups", "a")][..], &[("include_disabled", "yes")][..]] {
-            assert!(matches!(
-                AgentQuery::parse(&pairs(bad)),
-                Err(ApiError::Malformed(_))
-            ));
-        }
     }
 
     #[test]

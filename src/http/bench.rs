@@ -18,9 +18,9 @@ use axum::routing::get;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::Agent;
 use crate::cache::RenderedManifest;
 use crate::domain::manifest::ManifestOptions;
+use crate::service::Caller;
 
 static PRECOMPUTED: RwLock<Option<Arc<RenderedManifest>>> = RwLock::new(None);
 
@@ -28,12 +28,14 @@ pub fn routes() -> Router<AppState> {
     Router::new().route("/bench/precomputed", get(serve).post(prepare))
 }
 
-async fn prepare(State(state): State<AppState>, agent: Agent) -> Result<Response, ApiError> {
-    let snapshot = state.catalog.snapshot();
+async fn prepare(State(state): State<AppState>, agent: Caller) -> Result<Response, ApiError> {
+    let snapshot = state.app.catalog.snapshot();
     let key = state
+        .app
         .manifests
         .key(&snapshot, agent.claims(), ManifestOptions::default());
     let rendered = state
+        .app
         .manifests
         .resolve(&snapshot, agent.claims(), key)
         .await;

@@ -56,6 +56,20 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// What an internal error was about: carried by its response to [`log_internal`], so that it
+/// is logged once, by a middleware inside the request's span (with its request id), whatever
+/// produced the response.
+#[derive(Debug, Clone)]
+pub struct InternalCause(pub String);
+
+/// Logs the cause of an internal-error response.
+pub fn log_internal<B>(response: axum::http::Response<B>) -> axum::http::Response<B> {
+    if let Some(InternalCause(message)) = response.extensions().get::<InternalCause>() {
+        tracing::error!(%message, "internal error");
+    }
+    response
+}
+
 /// The body of every error response (RFC 9457), as sent; also its OpenAPI schema.
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct Problem<'a> {
@@ -187,9 +201,6 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, kind, title) = self.status_and_type();
-        if let ApiError::Internal(message) = &self {
-            tracing::error!(%message, "internal error");
-        }
         let errors = match &self {
             ApiError::Invalid(errors)
             | ApiError::BadRequest(errors)
@@ -221,6 +232,11 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let ApiError::Internal(message) = self {
+            // Logged by [`log_internal`] in the request's span; never sent.
+            response.extensions_mut().insert(InternalCause(message));
+            return response;
+        }
         if let ApiError::TooManyRequests {
             retry_after_secs, ..
         } = &self
@@ -281,6 +297,7 @@ impl From<WriteError> for ApiError {
                 ApiError::PreconditionFailed(error.to_string())
             }
             WriteError::Store(error) => error.into(),
+            error @ WriteError::Uncompilable(_) => ApiError::Unavailable(error.to_string()),
             WriteError::Internal(message) => ApiError::Internal(message),
         }
     }
@@ -323,6 +340,53 @@ impl From<crate::service::impact::ImpactError> for ApiError {
                 detail: busy.to_string(),
                 retry_after_secs,
             },
+        }
+    }
+}
+
+/// A read the caller may not make: 403, except a subject named without claims, which is a
+/// malformed request (400). Transports that answer with field paths map it themselves.
+impl From<crate::service::Refusal> for ApiError {
+    fn from(refusal: crate::service::Refusal) -> Self {
+        use crate::service::Refusal;
+        match refusal {
+            Refusal::ClaimsRequired { .. } => ApiError::Malformed(refusal.to_string()),
+            Refusal::AdminOption(_) | Refusal::ForeignClaims | Refusal::AdminRoute => {
+                ApiError::Forbidden(refusal.to_string())
+            }
+        }
+    }
+}
+
+/// A stream that was not opened.
+impl From<crate::stream::OpenError> for ApiError {
+    fn from(error: crate::stream::OpenError) -> Self {
+        use crate::stream::{OpenError, SubscribeError};
+        match error {
+            OpenError::Limited(limited) => limited.into(),
+            OpenError::Refused(refusal) => refusal.into(),
+            OpenError::Explain => ApiError::Malformed(error.to_string()),
+            OpenError::Subscribe(error @ SubscribeError::TooManyStreams { .. }) => {
+                ApiError::TooManyRequests {
+                    detail: error.to_string(),
+                    retry_after_secs: STREAM_RETRY_AFTER_SECS,
+                }
+            }
+            OpenError::Subscribe(error @ SubscribeError::ShuttingDown) => {
+                ApiError::Unavailable(error.to_string())
+            }
+        }
+    }
+}
+
+/// How long a client refused for too many streams should wait before retrying, seconds.
+const STREAM_RETRY_AFTER_SECS: u64 = 5;
+
+impl From<crate::service::limits::Limited> for ApiError {
+    fn from(limited: crate::service::limits::Limited) -> Self {
+        ApiError::TooManyRequests {
+            detail: limited.to_string(),
+            retry_after_secs: limited.retry_after_secs,
         }
     }
 }
@@ -376,5 +440,25 @@ mod tests {
                 assert!(!body.contains(leak), "case: {name}: {body}");
             }
         }
+    }
+
+    #[test]
+    fn the_limited_problem_names_the_class_and_the_budget() {
+        use crate::config::DEFAULT_ADMIN_WRITES;
+        use crate::service::limits::{Limited, RouteClass};
+        let limited = Limited {
+            class: RouteClass::AdminWrites,
+            budget: DEFAULT_ADMIN_WRITES,
+            retry_after_secs: 2,
+        };
+        let ApiError::TooManyRequests {
+            detail,
+            retry_after_secs,
+        } = ApiError::from(limited)
+        else {
+            panic!("a 429");
+        };
+        assert_eq!(retry_after_secs, 2);
+        assert!(detail.contains("admin writes") && detail.contains("20 per second"));
     }
 }

@@ -1,9 +1,8 @@
 //! Request extractors that turn HTTP into domain inputs, failing with problem JSON:
-//! [`Agent`] (a verified bearer token), [`Admin`] (one that passes the admin rule),
+//! [`Caller`] (a verified bearer token), [`Admin`] (one that passes the admin rule),
 //! [`JsonBody`] (a JSON body with field-path errors) and [`QueryPairs`].
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
@@ -15,60 +14,14 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::errors::ApiError;
-use super::limit::RouteClass;
-use crate::auth::{VerifiedToken, bearer_token};
+use crate::auth::bearer_token;
 use crate::cache::Coding;
-use crate::domain::claims::Claims;
 use crate::domain::validate::{ErrorKind, FieldError};
+use crate::service::limits::RouteClass;
+use crate::service::{Caller, read};
 
-/// The caller, authenticated: a verified token (shared with the verifier's memory of it).
-pub struct Agent {
-    pub token: Arc<VerifiedToken>,
-    pub is_admin: bool,
-}
-
-impl Agent {
-    /// Every claim of the token.
-    pub fn claims(&self) -> &Claims {
-        &self.token.claims
-    }
-
-    /// The `sub` claim (`""` when absent or not a string).
-    pub fn sub(&self) -> &str {
-        self.claims()
-            .get("sub")
-            .and_then(|sub| sub.as_str())
-            .unwrap_or_default()
-    }
-
-    /// Who an MCP session answers to: a hash of every claim but those a new token of the same
-    /// identity changes (`iat`, `exp`, `nbf`, `jti`, `auth_time`). Not `sub` alone: tokens
-    /// without a string `sub` would all be one identity, and could use and end each other's
-    /// sessions. A refreshed token with the same claims keeps its sessions.
-    pub fn identity(&self) -> String {
-        const PER_TOKEN: [&str; 5] = ["iat", "exp", "nbf", "jti", "auth_time"];
-        let mut hasher = blake3::Hasher::new();
-        for (name, value) in self.claims() {
-            if PER_TOKEN.contains(&name.as_str()) {
-                continue;
-            }
-            // Length-prefixed, so that no two claim sets hash the same bytes.
-            let value = value.to_string();
-            for part in [name.as_str(), value.as_str()] {
-                hasher.update(&(part.len() as u64).to_le_bytes());
-                hasher.update(part.as_bytes());
-            }
-        }
-        hasher.finalize().to_hex().to_string()
-    }
-
-    /// The `sub` claim, owned, for audit records (`""` when absent).
-    pub fn subject(&self) -> String {
-        self.sub().to_owned()
-    }
-}
-
-impl FromRequestParts<AppState> for Agent {
+/// The caller, from exactly one `Authorization: Bearer` header verified by the verifier.
+impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
@@ -95,7 +48,7 @@ impl FromRequestParts<AppState> for Agent {
             outcome = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );
-        let verified = crate::telemetry::in_span(&span, state.verifier.verify(token)).await;
+        let verified = crate::telemetry::in_span(&span, state.app.verifier.verify(token)).await;
         match &verified {
             Ok(_) => span.record("outcome", "ok"),
             // A fixed description per kind of failure: nothing from the token itself.
@@ -110,10 +63,8 @@ impl FromRequestParts<AppState> for Agent {
         {
             request.record("subject", subject_hash(sub).as_str());
         }
-        Ok(Agent {
-            is_admin: state.admin_rule.is_admin(&token.claims),
-            token,
-        })
+        let is_admin = state.app.admin_rule.is_admin(&token.claims);
+        Ok(Caller::new(token, is_admin))
     }
 }
 
@@ -126,22 +77,18 @@ pub fn subject_hash(sub: &str) -> String {
 
 /// An authenticated caller that passes the admin rule; others get 403. A request other than
 /// `GET`/`HEAD` also takes one from the subject's admin-write budget (429 once spent).
-pub struct Admin(pub Agent);
+pub struct Admin(pub Caller);
 
 impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let agent = Agent::from_request_parts(parts, state).await?;
-        if !agent.is_admin {
-            return Err(ApiError::Forbidden(
-                "this endpoint requires an admin token (see the admin rule)".to_owned(),
-            ));
-        }
+        let caller = Caller::from_request_parts(parts, state).await?;
+        read::admin_route(&caller)?;
         if !parts.method.is_safe() {
-            state.limit(RouteClass::AdminWrites, &agent)?;
+            state.app.limits.charge(RouteClass::AdminWrites, &caller)?;
         }
-        Ok(Admin(agent))
+        Ok(Admin(caller))
     }
 }
 
@@ -160,18 +107,19 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
             None => request.uri().path(),
         };
         let source = path.starts_with("/admin/sources");
-        let bytes = read_body(request, state.body_limit)
-            .await
-            .map_err(|error| match error {
-                ApiError::PayloadTooLarge(limit, None) if source => ApiError::PayloadTooLarge(
-                    limit,
-                    Some(
-                        "give a large OpenAPI document by URL (config.url), which is fetched \
+        let bytes =
+            read_body(request, state.http.body_limit)
+                .await
+                .map_err(|error| match error {
+                    ApiError::PayloadTooLarge(limit, None) if source => ApiError::PayloadTooLarge(
+                        limit,
+                        Some(
+                            "give a large OpenAPI document by URL (config.url), which is fetched \
                          with a larger limit, rather than inline (config.spec)",
+                        ),
                     ),
-                ),
-                other => other,
-            })?;
+                    other => other,
+                })?;
         parse_json(&bytes).map(JsonBody)
     }
 }
@@ -185,7 +133,7 @@ impl FromRequest<AppState> for JsonValue {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let bytes = read_body(request, state.body_limit).await?;
+        let bytes = read_body(request, state.http.body_limit).await?;
         parse_json_value(&bytes).map(JsonValue)
     }
 }
@@ -234,7 +182,7 @@ impl FromRequest<AppState> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        read_body(request, state.body_limit).await.map(RawBody)
+        read_body(request, state.http.body_limit).await.map(RawBody)
     }
 }
 
@@ -245,7 +193,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let bytes = read_body(request, state.body_limit).await?;
+        let bytes = read_body(request, state.http.body_limit).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(None));
         }

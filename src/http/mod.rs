@@ -10,10 +10,10 @@ pub mod authzen;
 mod bench;
 pub mod errors;
 pub mod extract;
-pub mod limit;
 pub mod mcp;
 pub mod openapi;
 mod ops;
+pub mod read;
 mod request_metrics;
 mod request_span;
 pub mod stream;
@@ -32,70 +32,56 @@ use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
-use self::errors::ApiError;
-use self::extract::Agent;
-use self::limit::{Limiters, RouteClass};
-use crate::auth::{AdminRule, Verifier};
-use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Commands, Decisions, Manifests};
-use crate::stream::StreamHub;
-use crate::telemetry::Metrics;
+use crate::app::App;
+use crate::config::Settings;
 
-/// Everything a handler may use. Cheap to clone (all `Arc`s).
+/// Everything a handler may use: the application, and what only HTTP needs. Cloned per
+/// request: three `Arc`s.
 #[derive(Clone)]
 pub struct AppState {
-    pub catalog: Arc<CatalogService>,
-    /// The one resolver of manifests (and their caches).
-    pub manifests: Arc<Manifests>,
-    /// Decisions about single tools, from the same evaluation as manifests.
-    pub decisions: Arc<Decisions>,
-    /// The status of a denied single AuthZEN evaluation; `None`: 200.
-    pub authz_deny_status: Option<axum::http::StatusCode>,
-    pub verifier: Verifier,
-    pub admin_rule: Arc<AdminRule>,
+    pub app: Arc<App>,
+    pub http: Arc<HttpSettings>,
+    /// The MCP endpoint: its sessions and settings.
+    pub mcp: Arc<mcp::McpEndpoint>,
+}
+
+/// Settings of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
     /// Largest accepted request body, bytes.
     pub body_limit: usize,
-    /// Open manifest streams.
-    pub hub: Arc<StreamHub>,
+    /// Time limit of an ordinary request (streams are exempt).
+    pub request_timeout: Duration,
     /// Interval of the streams' keep-alive comments.
     pub sse_ping: Duration,
-    /// Redis, when configured: its health for `/readyz`.
-    pub redis: Option<Arc<RedisLink>>,
-    /// This server's metrics (`GET /metrics`, OTLP).
-    pub metrics: Arc<Metrics>,
-    /// Per-subject rate limits.
-    pub limits: Arc<Limiters>,
-    /// The last refresh of each source on this instance (`GET /admin/sources/{id}`).
-    pub refresh_log: Arc<crate::service::RefreshLog>,
-    /// Every catalog write.
-    pub commands: Arc<Commands>,
-    /// The MCP endpoint: its sessions, notification streams and listing.
-    pub mcp: Arc<mcp::McpEndpoint>,
-    /// The impact previews running (`POST /admin/impact`), bounded.
-    pub impact_runs: Arc<crate::service::impact::ImpactRuns>,
+    /// The status of a denied single AuthZEN evaluation; `None`: 200.
+    pub authz_deny_status: Option<StatusCode>,
 }
 
 impl AppState {
-    /// Takes one request of `class` from the caller's budget: 429 with `Retry-After` once the
-    /// subject has spent it.
-    pub fn limit(&self, class: RouteClass, caller: &Agent) -> Result<(), ApiError> {
-        self.limits.check(class, caller.sub()).map_err(|limited| {
-            self.metrics.rate_limited(class.name());
-            ApiError::from(limited)
-        })
-    }
-
-    /// Takes `n` more requests of `class` from the caller's budget, for a request that costs
-    /// more than the one [`AppState::limit`] took (at most a burst; see
-    /// [`Limiters::check_n`]).
-    pub fn limit_more(&self, class: RouteClass, caller: &Agent, n: usize) -> Result<(), ApiError> {
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        self.limits
-            .check_n(class, caller.sub(), n)
-            .map_err(|limited| {
-                self.metrics.rate_limited(class.name());
-                ApiError::from(limited)
+    /// The state of a server of `app` configured by `settings`.
+    pub fn new(app: Arc<App>, settings: &Settings) -> anyhow::Result<AppState> {
+        let authz_deny_status = settings
+            .authz_deny_status
+            .map(|status| {
+                StatusCode::from_u16(status).map_err(|_| {
+                    anyhow::anyhow!("the AuthZEN deny status {status} is not a status")
+                })
             })
+            .transpose()?;
+        Ok(AppState {
+            app,
+            http: Arc::new(HttpSettings {
+                body_limit: settings.body_limit_bytes,
+                request_timeout: settings.request_timeout,
+                sse_ping: settings.sse_ping,
+                authz_deny_status,
+            }),
+            mcp: Arc::new(mcp::McpEndpoint {
+                sessions: mcp::session::Sessions::new(settings.mcp.sessions),
+                settings: settings.mcp.clone(),
+            }),
+        })
     }
 }
 
@@ -103,8 +89,9 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The whole application: routes plus request ids, tracing, metrics, timeouts, compression and
 /// panic containment. Streams are mounted outside the request timeout, which would cut them.
-pub fn router(state: AppState, request_timeout: Duration) -> Router {
-    let metrics = Arc::clone(&state.metrics);
+pub fn router(state: AppState) -> Router {
+    let metrics = Arc::clone(&state.app.metrics);
+    let request_timeout = state.http.request_timeout;
     let api = Router::new()
         .route("/agents/tools", get(agents::list_tools))
         .route("/api/agents/tools", get(agents::list_tools))
@@ -142,6 +129,7 @@ pub fn router(state: AppState, request_timeout: Duration) -> Router {
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(request_span::layer())
+                .map_response(errors::log_internal)
                 .layer(request_metrics::RecordRequestsLayer::new(metrics))
                 .layer(CatchPanicLayer::custom(ops::panic_response))
                 .layer(CompressionLayer::new().compress_when(

@@ -523,7 +523,7 @@ fn openapi_json() -> OperationBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::agents::AgentQuery;
+    use crate::http::read::read_request;
 
     #[test]
     fn every_documented_agent_option_is_accepted() {
@@ -534,7 +534,7 @@ mod tests {
                 _ => "x",
             };
             assert!(
-                AgentQuery::parse(&[(name.to_owned(), value.to_owned())]).is_ok(),
+                read_request(&[(name.to_owned(), value.to_owned())]).is_ok(),
                 "{name}"
             );
         }

@@ -29,10 +29,10 @@ async fn healthz() -> Response {
 /// Ready when the catalog store answers; 503 naming the failing part otherwise. Redis down is
 /// `degraded`, not unready: agent reads go on from the local snapshot and cache.
 async fn readyz(State(state): State<AppState>) -> Response {
-    if let Err(error) = state.catalog.store().ping().await {
+    if let Err(error) = state.app.catalog.store().ping().await {
         return ApiError::Unavailable(format!("store: {error}")).into_response();
     }
-    let redis = match &state.redis {
+    let redis = match &state.app.redis {
         None => None,
         Some(link) => Some(match link.ping().await {
             Ok(()) => "ok".to_owned(),
@@ -46,7 +46,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
     Json(json!({
         "status": if degraded { "degraded" } else { "ready" },
-        "revision": state.catalog.snapshot().revision(),
+        "revision": state.app.catalog.snapshot().revision(),
         "checks": checks,
     }))
     .into_response()
@@ -55,7 +55,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
 /// The server's metrics as Prometheus text. Open like `/healthz`: label values are bounded
 /// enums and route templates, never identities.
 async fn metrics(State(state): State<AppState>) -> Response {
-    match state.metrics.render_prometheus() {
+    match state.app.metrics.render_prometheus() {
         Ok(text) => (
             [(
                 axum::http::header::CONTENT_TYPE,

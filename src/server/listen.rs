@@ -80,15 +80,7 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let mut http1 = http1::Builder::new();
-    http1
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
-    let mut http2 = http2::Builder::new(TokioExecutor::new());
-    http2
-        .timer(TokioTimer::new())
-        .keep_alive_interval(HTTP2_PING_INTERVAL)
-        .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+    let protocols = Protocols::new(limits);
     // One permit per open connection: the cap, and (all permits back) the end of the shutdown.
     // Bounded so that the shutdown can take every permit back in one call.
     let max_connections = limits
@@ -119,60 +111,11 @@ pub async fn serve(
         };
         // Events and small responses go out at once rather than waiting for more bytes.
         let _ = stream.set_nodelay(true);
-        let activity = Activity::new();
-        let tracker = Arc::clone(&activity);
-        // Cloning a Router clones an `Arc`; its routes are shared by every connection.
-        let service = app
-            .clone()
-            .map_request(|request: Request<Incoming>| request.map(Body::new))
-            .map_future(move |response| {
-                let exchange = tracker.begin();
-                async move {
-                    let response: axum::response::Response = response.await?;
-                    Ok::<_, std::convert::Infallible>(
-                        response.map(|body| TrackedBody::wrap(body, exchange)),
-                    )
-                }
-            });
-        let service = TowerToHyperService::new(service);
-        let (http1, http2) = (http1.clone(), http2.clone());
-        let mut stop = stop.clone();
+        let protocols = protocols.clone();
+        let (app, stop) = (app.clone(), stop.clone());
         tokio::spawn(async move {
             let _slot = slot;
-            let detected = tokio::select! {
-                detected = tokio::time::timeout(limits.header_timeout, is_http2(&stream)) => detected,
-                _ = stop.wait_for(|stopping| *stopping) => return, // silent until shutdown
-            };
-            let served = match detected {
-                Ok(Ok(false)) => {
-                    let connection = http1.serve_connection(TokioIo::new(stream), service);
-                    drive(
-                        connection,
-                        |c| c.graceful_shutdown(),
-                        &activity,
-                        limits,
-                        stop,
-                    )
-                    .await
-                }
-                Ok(Ok(true)) => {
-                    let connection = http2.serve_connection(TokioIo::new(stream), service);
-                    // Boxed: the task of every connection is as large as its largest branch,
-                    // and HTTP/2's state is the larger.
-                    Box::pin(drive(
-                        connection,
-                        |c| c.graceful_shutdown(),
-                        &activity,
-                        limits,
-                        stop,
-                    ))
-                    .await
-                }
-                Ok(Err(_)) | Err(_) => return, // gone, or silent: nothing to serve
-            };
-            if let Err(error) = served {
-                tracing::trace!(%error, "connection ended with an error");
-            }
+            protocols.serve(stream, app, limits, stop).await;
         });
     }
     drop(listener);
@@ -181,6 +124,98 @@ pub async fn serve(
     let all = u32::try_from(max_connections).expect("bounded to u32 above");
     let _ = slots.acquire_many(all).await;
     Ok(())
+}
+
+/// The HTTP/1 and HTTP/2 connection settings, shared by every connection.
+#[derive(Clone)]
+struct Protocols {
+    http1: http1::Builder,
+    http2: http2::Builder<TokioExecutor>,
+}
+
+impl Protocols {
+    fn new(limits: ConnectionLimits) -> Protocols {
+        let mut http1 = http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout);
+        let mut http2 = http2::Builder::new(TokioExecutor::new());
+        http2
+            .timer(TokioTimer::new())
+            .keep_alive_interval(HTTP2_PING_INTERVAL)
+            .keep_alive_timeout(HTTP2_PING_TIMEOUT);
+        Protocols { http1, http2 }
+    }
+
+    /// Serves one accepted connection in the protocol its first bytes speak, until it ends.
+    async fn serve(
+        self,
+        stream: TcpStream,
+        app: Router,
+        limits: ConnectionLimits,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let activity = Activity::new();
+        let service = TowerToHyperService::new(tracked(app, Arc::clone(&activity)));
+        let detected = tokio::select! {
+            detected = tokio::time::timeout(limits.header_timeout, is_http2(&stream)) => detected,
+            _ = stop.wait_for(|stopping| *stopping) => return, // silent until shutdown
+        };
+        let served = match detected {
+            Ok(Ok(false)) => {
+                let connection = self.http1.serve_connection(TokioIo::new(stream), service);
+                drive(
+                    connection,
+                    |c| c.graceful_shutdown(),
+                    &activity,
+                    limits,
+                    stop,
+                )
+                .await
+            }
+            Ok(Ok(true)) => {
+                let connection = self.http2.serve_connection(TokioIo::new(stream), service);
+                // Boxed: the task of every connection is as large as its largest branch, and
+                // HTTP/2's state is the larger.
+                Box::pin(drive(
+                    connection,
+                    |c| c.graceful_shutdown(),
+                    &activity,
+                    limits,
+                    stop,
+                ))
+                .await
+            }
+            Ok(Err(_)) | Err(_) => return, // gone, or silent: nothing to serve
+        };
+        if let Err(error) = served {
+            tracing::trace!(%error, "connection ended with an error");
+        }
+    }
+}
+
+/// `app` for one connection, each exchange tracked in `activity` until its body is sent (what
+/// the idle timeout and the shutdown wait for). Cloning a Router clones an `Arc`: its routes
+/// are shared by every connection.
+fn tracked(
+    app: Router,
+    activity: Arc<Activity>,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<axum::response::Response, std::convert::Infallible>> + Send,
+> + Clone {
+    app.map_request(|request: Request<Incoming>| request.map(Body::new))
+        .map_future(move |response| {
+            let exchange = activity.begin();
+            async move {
+                let response: axum::response::Response = response.await?;
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|body| TrackedBody::wrap(body, exchange)),
+                )
+            }
+        })
 }
 
 /// Serves one connection until it ends, it has been idle for the idle timeout, or the server

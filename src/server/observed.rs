@@ -3,15 +3,16 @@
 //! served, Redis health and rejected shared entries. Held weakly: metrics must not keep a
 //! stopped server's store or streams alive.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
 use crate::cache::CacheStats;
 use crate::cache::redis::SharedCache;
+use crate::http::AppState;
 use crate::http::mcp::McpEndpoint;
 use crate::redis_link::RedisLink;
 use crate::service::{CatalogService, Decisions, Manifests};
-use crate::stream::StreamHub;
 use crate::stream::frame::EventKind;
+use crate::stream::{StreamClass, StreamHub};
 use crate::telemetry::{Metrics, Reading, ReadingKind};
 
 /// The parts of a running gateway whose own counters are observed.
@@ -23,6 +24,22 @@ pub struct Observed {
     pub redis: Option<Weak<RedisLink>>,
     pub shared: Option<Weak<SharedCache>>,
     pub mcp: Weak<McpEndpoint>,
+}
+
+impl Observed {
+    /// The observed parts of a running gateway, held weakly.
+    pub fn of(state: &AppState) -> Observed {
+        let app = &state.app;
+        Observed {
+            manifests: Arc::downgrade(&app.manifests),
+            decisions: Arc::downgrade(&app.decisions),
+            hub: Arc::downgrade(&app.hub),
+            catalog: Arc::downgrade(&app.catalog),
+            redis: app.redis.as_ref().map(Arc::downgrade),
+            shared: app.manifests.shared().map(Arc::downgrade),
+            mcp: Arc::downgrade(&state.mcp),
+        }
+    }
 }
 
 /// The readings of `part`, or none once it has gone away.
@@ -102,6 +119,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         mcp,
     } = gateway;
     use ReadingKind::{Counter, Gauge};
+    let mcp_streams = hub.clone();
     let access = manifests.clone();
     register_cache!(
         metrics,
@@ -133,7 +151,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         "Open manifest streams",
         move || {
             read(&subscribers, |hub| {
-                vec![Reading::of(hub.subscriber_count() as u64)]
+                vec![Reading::of(hub.subscriber_count_of(StreamClass::Sse) as u64)]
             })
         },
     );
@@ -200,7 +218,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
             })
         },
     );
-    register_mcp(metrics, mcp);
+    register_mcp(metrics, mcp, mcp_streams);
     if let Some(redis) = redis {
         register_redis(metrics, redis);
     }
@@ -215,7 +233,7 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
     }
 }
 
-fn register_mcp(metrics: &Metrics, mcp: Weak<McpEndpoint>) {
+fn register_mcp(metrics: &Metrics, mcp: Weak<McpEndpoint>, hub: Weak<StreamHub>) {
     let sessions = mcp.clone();
     metrics.observe(
         ReadingKind::Gauge,
@@ -232,8 +250,8 @@ fn register_mcp(metrics: &Metrics, mcp: Weak<McpEndpoint>) {
         "toolgate.mcp.streams",
         "Open MCP notification streams (GET /mcp and subscriptions/listen)",
         move || {
-            read(&mcp, |mcp| {
-                vec![Reading::of(mcp.hub.subscriber_count() as u64)]
+            read(&hub, |hub| {
+                vec![Reading::of(hub.subscriber_count_of(StreamClass::Mcp) as u64)]
             })
         },
     );

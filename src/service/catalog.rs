@@ -36,10 +36,41 @@ pub struct Actor {
     pub request_id: Option<String>,
 }
 
+/// What was done to an entity, as the audit log names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditAction {
+    Create,
+    Update,
+    Delete,
+    Enable,
+    Disable,
+    Refresh,
+    /// `PUT /admin/catalog`: the whole catalog.
+    Replace,
+    /// The seed catalog loaded at start.
+    Seed,
+}
+
+impl AuditAction {
+    /// The action as stored and served (`GET /admin/audit`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::Create => "create",
+            AuditAction::Update => "update",
+            AuditAction::Delete => "delete",
+            AuditAction::Enable => "enable",
+            AuditAction::Disable => "disable",
+            AuditAction::Refresh => "refresh",
+            AuditAction::Replace => "replace",
+            AuditAction::Seed => "seed",
+        }
+    }
+}
+
 /// What a mutation says about itself, for the audit log.
 #[derive(Debug, Clone)]
 pub struct AuditNote {
-    pub action: &'static str,
+    pub action: AuditAction,
     pub entity: Subject,
     pub id: String,
     pub before: Option<serde_json::Value>,
@@ -88,8 +119,8 @@ pub struct Mutation<T> {
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// The entity to change does not exist.
-    #[error("{kind} '{id}' does not exist")]
-    NotFound { kind: &'static str, id: String },
+    #[error("{} '{id}' does not exist", .kind.noun())]
+    NotFound { kind: EntityKind, id: String },
     /// The resulting catalog would be invalid (422) or conflicting (409).
     #[error("the change would make the catalog invalid")]
     Invalid(Vec<FieldError>),
@@ -107,6 +138,13 @@ pub enum WriteError {
     PreconditionFailed { current: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The store holds a catalog (written by another instance) that this instance cannot
+    /// compile: not corrupt data, but a catalog this version cannot serve.
+    #[error(
+        "the stored catalog (written by another instance) does not compile on this instance: \
+         {0}; upgrade this instance or fix the catalog from one that can serve it"
+    )]
+    Uncompilable(CompileError),
     /// A bug: a task of the write panicked (validating, compiling, committing). The message is
     /// for the log only; clients get a generic 500.
     #[error("{0}")]
@@ -289,7 +327,7 @@ impl CatalogService {
                     revision: 0,
                     at,
                     actor: actor.subject.clone(),
-                    action: note.action.to_owned(),
+                    action: note.action.as_str().to_owned(),
                     entity: note.entity,
                     id: note.id,
                     before: note.before,
@@ -400,9 +438,7 @@ impl CatalogService {
             .await
             .map_err(|error| match error {
                 OpenError::Store(error) => WriteError::Store(error),
-                OpenError::Compile(error) => {
-                    WriteError::Store(StoreError::Corrupt(error.to_string()))
-                }
+                OpenError::Compile(error) => WriteError::Uncompilable(error),
             })?;
         self.publish(fresh);
         Ok(())

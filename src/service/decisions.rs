@@ -122,7 +122,7 @@ pub struct Reason {
     /// `granted`, `denied`, `not_granted`, `hidden`, `narrowed`, `unknown_tool`,
     /// `unsupported_action` or `unsupported_resource_type`.
     #[schema(schema_with = reason_code_schema)]
-    pub code: &'static str,
+    pub code: ReasonCode,
     /// The reason in words, e.g. `denied by policy 'p-deny' (priority 100) through group
     /// 'g-admin'`.
     pub message: String,
@@ -142,27 +142,56 @@ pub struct Reason {
     pub detail: Option<&'static str>,
 }
 
-/// The values of [`Reason::code`].
-pub const REASON_CODES: [&str; 8] = [
-    "granted",
-    "denied",
-    "not_granted",
-    "hidden",
-    "narrowed",
-    "unknown_tool",
-    "unsupported_action",
-    "unsupported_resource_type",
-];
+/// What decided an answer: [`Reason::code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    Granted,
+    Denied,
+    NotGranted,
+    Hidden,
+    Narrowed,
+    UnknownTool,
+    UnsupportedAction,
+    UnsupportedResourceType,
+}
+
+impl ReasonCode {
+    pub const ALL: [ReasonCode; 8] = [
+        ReasonCode::Granted,
+        ReasonCode::Denied,
+        ReasonCode::NotGranted,
+        ReasonCode::Hidden,
+        ReasonCode::Narrowed,
+        ReasonCode::UnknownTool,
+        ReasonCode::UnsupportedAction,
+        ReasonCode::UnsupportedResourceType,
+    ];
+
+    /// The code as sent.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::Granted => "granted",
+            ReasonCode::Denied => "denied",
+            ReasonCode::NotGranted => "not_granted",
+            ReasonCode::Hidden => "hidden",
+            ReasonCode::Narrowed => "narrowed",
+            ReasonCode::UnknownTool => "unknown_tool",
+            ReasonCode::UnsupportedAction => "unsupported_action",
+            ReasonCode::UnsupportedResourceType => "unsupported_resource_type",
+        }
+    }
+}
 
 fn reason_code_schema() -> utoipa::openapi::schema::Object {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(REASON_CODES))
+        .enum_values(Some(ReasonCode::ALL.map(ReasonCode::as_str)))
         .build()
 }
 
 impl Reason {
-    fn plain(code: &'static str, message: String) -> Reason {
+    fn plain(code: ReasonCode, message: String) -> Reason {
         Reason {
             code,
             message,
@@ -173,7 +202,7 @@ impl Reason {
         }
     }
 
-    fn decided(code: &'static str, by: &Deciding<'_>, message: String) -> Reason {
+    fn decided(code: ReasonCode, by: &Deciding<'_>, message: String) -> Reason {
         Reason {
             code,
             message,
@@ -186,16 +215,20 @@ impl Reason {
 
     fn of(verdict: &Verdict<'_>, scope: &Scope) -> Reason {
         match verdict {
-            Verdict::Granted(by) => Reason::decided("granted", by, policy_words("granted", by)),
-            Verdict::Denied(by) => Reason::decided("denied", by, policy_words("denied", by)),
+            Verdict::Granted(by) => {
+                Reason::decided(ReasonCode::Granted, by, policy_words("granted", by))
+            }
+            Verdict::Denied(by) => {
+                Reason::decided(ReasonCode::Denied, by, policy_words("denied", by))
+            }
             Verdict::NotGranted => Reason::plain(
-                "not_granted",
+                ReasonCode::NotGranted,
                 "no matching policy grants or denies this tool".to_owned(),
             ),
             Verdict::Hidden { by, because } => Reason {
                 detail: Some(*because),
                 ..Reason::decided(
-                    "hidden",
+                    ReasonCode::Hidden,
                     by,
                     format!(
                         "{}, but agents do not see it: {because}",
@@ -218,13 +251,15 @@ impl Reason {
                 Reason {
                     detail: Some(*option),
                     ..Reason::decided(
-                        "narrowed",
+                        ReasonCode::Narrowed,
                         by,
                         format!("{}, but {why}", policy_words("granted", by)),
                     )
                 }
             }
-            Verdict::UnknownTool => Reason::plain("unknown_tool", "no tool has this id".to_owned()),
+            Verdict::UnknownTool => {
+                Reason::plain(ReasonCode::UnknownTool, "no tool has this id".to_owned())
+            }
         }
     }
 }
@@ -249,7 +284,7 @@ fn unsupported(question: &Question<'_>, explain: bool) -> Answer {
     let reason = || {
         if question.action != CALL {
             Reason::plain(
-                "unsupported_action",
+                ReasonCode::UnsupportedAction,
                 format!(
                     "only the action '{CALL}' is decided, not '{}'",
                     question.action
@@ -257,7 +292,7 @@ fn unsupported(question: &Question<'_>, explain: bool) -> Answer {
             )
         } else {
             Reason::plain(
-                "unsupported_resource_type",
+                ReasonCode::UnsupportedResourceType,
                 format!(
                     "only resources of type '{TOOL}' are decided, not '{}'",
                     question.resource_type

@@ -322,7 +322,7 @@ impl Change<'_> {
                 update(catalog, precondition, &focus, edit, &before, stamp).await
             }
             (ChangeOp::Patch(_), None) => Err(WriteError::NotFound {
-                kind: E::NOUN,
+                kind: E::KIND,
                 id: id.to_owned(),
             }
             .into()),

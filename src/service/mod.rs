@@ -3,6 +3,7 @@
 //! the background work (periodic refreshes, following other instances).
 
 pub mod access;
+mod caller;
 pub mod catalog;
 pub mod commands;
 pub mod decisions;
@@ -10,15 +11,18 @@ mod diff;
 pub mod entity;
 pub mod follow;
 pub mod impact;
+pub mod limits;
 pub mod manifests;
 pub mod mcp;
 pub mod periodic;
 mod precondition;
+pub mod read;
 pub mod refresh_log;
 pub mod seen;
 pub mod threads;
 
-pub use catalog::{Actor, AuditNote, CatalogService, Focus, Mutation, WriteError};
+pub use caller::Caller;
+pub use catalog::{Actor, AuditAction, AuditNote, CatalogService, Focus, Mutation, WriteError};
 pub use commands::{CommandError, Commands, Edit, RefreshTrigger, Written};
 pub use decisions::Decisions;
 pub use entity::{CatalogEntity, ListFilter};
@@ -26,5 +30,6 @@ pub use follow::follow;
 pub use manifests::Manifests;
 pub use mcp::McpTools;
 pub use precondition::Precondition;
+pub use read::{ReadRequest, Refusal};
 pub use refresh_log::{RefreshLog, RefreshStatus};
 pub use threads::Threads;

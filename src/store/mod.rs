@@ -49,6 +49,17 @@ impl EntityKind {
             EntityKind::Policies => "policies",
         }
     }
+
+    /// One entity of the kind, in messages (`source 'x' does not exist`).
+    pub const fn noun(self) -> &'static str {
+        match self {
+            EntityKind::Sources => "source",
+            EntityKind::Tools => "tool",
+            EntityKind::Labels => "label",
+            EntityKind::Groups => "group",
+            EntityKind::Policies => "policy",
+        }
+    }
 }
 
 /// What an audit record or a change announcement is about: an entity of one collection, or

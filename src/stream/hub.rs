@@ -37,11 +37,44 @@ use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
 use crate::domain::snapshot::Snapshot;
 use crate::service::{CatalogService, Manifests};
 
+/// The kinds of stream, each capped per subject on its own: an agent's SSE manifest streams
+/// and its MCP notification streams (`GET /mcp`, `subscriptions/listen`) are opened by
+/// different clients, and one kind filling its cap must not lock the other out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StreamClass {
+    /// `GET /agents/tools/stream` and its aliases.
+    Sse,
+    /// MCP notification streams.
+    Mcp,
+}
+
+impl StreamClass {
+    pub const ALL: [StreamClass; 2] = [StreamClass::Sse, StreamClass::Mcp];
+
+    const fn index(self) -> usize {
+        match self {
+            StreamClass::Sse => 0,
+            StreamClass::Mcp => 1,
+        }
+    }
+
+    /// What the class's streams are called in messages.
+    pub const fn noun(self) -> &'static str {
+        match self {
+            StreamClass::Sse => "manifest streams",
+            StreamClass::Mcp => "MCP notification streams",
+        }
+    }
+}
+
 /// Why a subscription was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum SubscribeError {
-    #[error("this subject already has {limit} open streams; close one before opening another")]
-    TooManyStreams { limit: usize },
+    #[error(
+        "this subject already has {limit} open {}; close one before opening another",
+        .class.noun()
+    )]
+    TooManyStreams { limit: usize, class: StreamClass },
     #[error("the gateway is shutting down; reconnect to another instance")]
     ShuttingDown,
 }
@@ -49,8 +82,8 @@ pub enum SubscribeError {
 /// Limits of the hub.
 #[derive(Debug, Clone, Copy)]
 pub struct HubLimits {
-    /// Concurrent streams per `sub`.
-    pub max_streams_per_subject: usize,
+    /// Concurrent streams per `sub`, by [`StreamClass`] (SSE, MCP).
+    pub per_subject: [usize; StreamClass::ALL.len()],
     /// Bytes of events queued per connection before it counts as lagging.
     pub queue_bytes: usize,
 }
@@ -63,6 +96,8 @@ pub struct StreamHub {
     budget: Arc<StreamBudget>,
     /// Where claims keys come from (the same keys as the manifest cache's).
     manifests: Arc<Manifests>,
+    /// Whose revisions are fanned out, and whose snapshot a subscription joins at.
+    catalog: Arc<CatalogService>,
     next_id: AtomicU64,
     /// Times a member's queue was dropped because it went past its budget.
     lagged: AtomicU64,
@@ -75,8 +110,10 @@ struct HubState {
     groups: HashMap<CacheKey, Group>,
     /// The group each member is in now (members move when the read paths change).
     member_keys: HashMap<u64, CacheKey>,
-    per_subject: HashMap<Arc<str>, usize>,
-    subscribers: usize,
+    /// Open streams of each subject, by [`StreamClass`].
+    per_subject: HashMap<Arc<str>, [usize; StreamClass::ALL.len()]>,
+    /// Open streams by [`StreamClass`].
+    subscribers: [usize; StreamClass::ALL.len()],
     /// Set by [`StreamHub::close`]: no new subscriptions.
     closed: bool,
 }
@@ -100,6 +137,7 @@ struct Member {
 /// One connection's place in the hub. Dropping it (the connection closed) removes it.
 pub struct Subscription {
     hub: Arc<StreamHub>,
+    class: StreamClass,
     subject: Arc<str>,
     id: u64,
     /// Events for this connection, in order, bounded in bytes.
@@ -119,13 +157,13 @@ impl Drop for Subscription {
                 state.groups.remove(&key);
             }
         }
-        if let Some(count) = state.per_subject.get_mut(&self.subject) {
-            *count -= 1;
-            if *count == 0 {
+        if let Some(counts) = state.per_subject.get_mut(&self.subject) {
+            counts[self.class.index()] -= 1;
+            if counts.iter().all(|count| *count == 0) {
                 state.per_subject.remove(&self.subject);
             }
         }
-        state.subscribers -= 1;
+        state.subscribers[self.class.index()] -= 1;
     }
 }
 
@@ -169,15 +207,17 @@ impl StreamHub {
         limits: HubLimits,
         budget: Arc<StreamBudget>,
         manifests: Arc<Manifests>,
+        catalog: Arc<CatalogService>,
     ) -> Arc<StreamHub> {
         Arc::new(StreamHub {
             state: Mutex::new(HubState::default()),
             limits: HubLimits {
-                max_streams_per_subject: limits.max_streams_per_subject.max(1),
+                per_subject: limits.per_subject.map(|cap| cap.max(1)),
                 queue_bytes: limits.queue_bytes.max(1),
             },
             budget,
             manifests,
+            catalog,
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
             sent: Default::default(),
@@ -190,7 +230,7 @@ impl StreamHub {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Registers a connection of `subject` for the manifest of (`claims`, `options`). Returns
+    /// Registers a connection of class `class` of `subject` for the manifest of (`claims`, `options`). Returns
     /// the subscription, the snapshot its first event must be rendered from and the claims key
     /// at that snapshot.
     ///
@@ -201,11 +241,12 @@ impl StreamHub {
     /// subscription starts over at the newer snapshot.
     pub fn subscribe(
         self: &Arc<Self>,
+        class: StreamClass,
         subject: &str,
         claims: &Claims,
         options: ManifestOptions,
-        catalog: &CatalogService,
     ) -> Result<(Subscription, Arc<Snapshot>, CacheKey), SubscribeError> {
+        let catalog = &self.catalog;
         let claims = Arc::new(claims.clone());
         let mut new_group: Option<(u64, Arc<ManifestSummary>)> = None;
         loop {
@@ -215,11 +256,9 @@ impl StreamHub {
             if state.closed {
                 return Err(SubscribeError::ShuttingDown);
             }
-            let count = state.per_subject.get(subject).copied().unwrap_or(0);
-            if count >= self.limits.max_streams_per_subject {
-                return Err(SubscribeError::TooManyStreams {
-                    limit: self.limits.max_streams_per_subject,
-                });
+            let limit = self.limits.per_subject[class.index()];
+            if self.open_of(&state, class, subject) >= limit {
+                return Err(SubscribeError::TooManyStreams { limit, class });
             }
             if catalog.snapshot().revision() != snapshot.revision() {
                 continue; // published meanwhile: join at the newer snapshot
@@ -247,16 +286,24 @@ impl StreamHub {
                     },
                 );
             }
-            let subscription = self.join(&mut state, subject, &claims, &key);
+            let subscription = self.join(&mut state, (class, subject), &claims, &key);
             return Ok((subscription, snapshot, key));
         }
+    }
+
+    /// Streams of `class` open for `subject`.
+    fn open_of(&self, state: &HubState, class: StreamClass, subject: &str) -> usize {
+        state
+            .per_subject
+            .get(subject)
+            .map_or(0, |counts| counts[class.index()])
     }
 
     /// Adds a member to the group at `key` (which exists) under the lock.
     fn join(
         self: &Arc<Self>,
         state: &mut HubState,
-        subject: &str,
+        (class, subject): (StreamClass, &str),
         claims: &Arc<Claims>,
         key: &CacheKey,
     ) -> Subscription {
@@ -276,10 +323,11 @@ impl StreamHub {
             Some((existing, _)) => Arc::clone(existing),
             None => Arc::from(subject),
         };
-        *state.per_subject.entry(Arc::clone(&subject)).or_insert(0) += 1;
-        state.subscribers += 1;
+        state.per_subject.entry(Arc::clone(&subject)).or_default()[class.index()] += 1;
+        state.subscribers[class.index()] += 1;
         Subscription {
             hub: Arc::clone(self),
+            class,
             subject,
             id,
             outbox,
@@ -303,9 +351,14 @@ impl StreamHub {
         state.member_keys.clear();
     }
 
-    /// Open streams.
+    /// Open streams of every class.
     pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers
+        self.lock().subscribers.iter().sum()
+    }
+
+    /// Open streams of `class`.
+    pub fn subscriber_count_of(&self, class: StreamClass) -> usize {
+        self.lock().subscribers[class.index()]
     }
 
     /// Distinct (claims key, options) among open streams.
@@ -313,9 +366,19 @@ impl StreamHub {
         self.lock().groups.len()
     }
 
-    /// The budget this hub's streams share with every other hub's.
+    /// The budget all streams share.
     pub fn budget(&self) -> &Arc<StreamBudget> {
         &self.budget
+    }
+
+    /// The manifest service the hub keys and renders with.
+    pub fn manifests(&self) -> &Arc<Manifests> {
+        &self.manifests
+    }
+
+    /// The catalog whose revisions the hub fans out.
+    pub fn catalog(&self) -> &Arc<CatalogService> {
+        &self.catalog
     }
 
     /// Times a connection fell behind and was coalesced to a fresh snapshot.
@@ -422,10 +485,10 @@ impl StreamHub {
 
     /// Fans out every revision the catalog publishes, for as long as both the hub and the
     /// catalog exist. Holds neither: a stopped server must release its store.
-    pub fn spawn(self: &Arc<Self>, catalog: &Arc<CatalogService>) -> tokio::task::JoinHandle<()> {
+    pub fn spawn(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let hub = Arc::downgrade(self);
-        let mut revisions = catalog.subscribe();
-        let catalog = Arc::downgrade(catalog);
+        let mut revisions = self.catalog.subscribe();
+        let catalog = Arc::downgrade(&self.catalog);
         tokio::spawn(async move {
             while revisions.changed().await.is_ok() {
                 revisions.mark_unchanged();

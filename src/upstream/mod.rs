@@ -52,16 +52,6 @@ pub struct CallLimits {
     pub max_response_bytes: usize,
 }
 
-impl Default for CallLimits {
-    /// 30 s and 4 MiB.
-    fn default() -> Self {
-        CallLimits {
-            timeout: Duration::from_secs(30),
-            max_response_bytes: 4 * 1024 * 1024,
-        }
-    }
-}
-
 /// What became of a call, for metrics (a small closed set, so fit to be a label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOutcome {
@@ -180,9 +170,9 @@ fn public_text(tool_id: &str, result: &CallResult, limits: CallLimits) -> String
 /// documents. One per server, shared by every call.
 pub struct Upstream {
     limits: CallLimits,
-    /// `None` when the HTTP client could not be built (its TLS setup failed): every call that
-    /// needs it then says so.
-    client: Option<reqwest::Client>,
+    /// Built at start: a gateway whose client cannot be set up (its TLS setup failed) does not
+    /// start, rather than failing every later call.
+    client: reqwest::Client,
     sessions: mcp::Sessions,
     documents: openapi::Documents,
     validators: ValidatorCache,
@@ -190,23 +180,21 @@ pub struct Upstream {
 
 impl Upstream {
     /// An adapter whose calls keep to `limits`.
-    pub fn new(limits: CallLimits) -> Upstream {
+    pub fn new(limits: CallLimits) -> Result<Upstream, reqwest::Error> {
         let client = reqwest::Client::builder()
             .connect_timeout(limits.timeout.min(Duration::from_secs(10)))
             // Below the 5 s keep-alive of common servers (uvicorn, Node): a connection is
             // dropped here before the server closes it, never reused as it closes.
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .redirect(response::same_origin_redirects())
-            .build()
-            .map_err(|error| tracing::error!(%error, "cannot build the upstream HTTP client"))
-            .ok();
-        Upstream {
+            .build()?;
+        Ok(Upstream {
             limits,
             client,
             sessions: mcp::Sessions::default(),
             documents: openapi::Documents::default(),
             validators: ValidatorCache::default(),
-        }
+        })
     }
 
     /// The limits calls keep to.
@@ -275,13 +263,7 @@ impl Upstream {
         tool: &Tool,
         arguments: &Map<String, Value>,
     ) -> CallResult {
-        let Some(client) = &self.client else {
-            return CallResult::hidden(
-                CallOutcome::Unreachable,
-                "toolgate's HTTP client could not be set up, so no upstream can be called",
-                None,
-            );
-        };
+        let client = &self.client;
         match source.source_type.as_str() {
             "mcp" => mcp::call(&self.sessions, client, self.limits, source, tool, arguments).await,
             "openapi" => {

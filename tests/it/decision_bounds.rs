@@ -8,7 +8,7 @@ use crate::support;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::gateway::{Gateway, Reply, config, hs_settings};
-use toolgate::http::limit::{Budget, RateLimits};
+use toolgate::service::limits::{Budget, RateLimits};
 
 const EVALUATIONS: &str = "/access/v1/evaluations";
 const EVALUATION: &str = "/access/v1/evaluation";

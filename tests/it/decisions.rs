@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use support::gateway::{Gateway, Reply, config, hs_settings};
 use support::scrape::Scrape;
 use toolgate::domain::model::Catalog;
-use toolgate::http::limit::{Budget, RateLimits};
+use toolgate::service::limits::{Budget, RateLimits};
 
 const EVALUATION: &str = "/access/v1/evaluation";
 const EVALUATIONS: &str = "/access/v1/evaluations";

@@ -91,7 +91,8 @@ async fn no_failure_an_agent_reads_names_the_sources_config() {
     let upstream = Upstream::new(CallLimits {
         timeout: Duration::from_secs(5),
         ..CallLimits::default()
-    });
+    })
+    .expect("the HTTP client builds");
 
     // An MCP server that cannot be reached, its key in the URL's query and userinfo.
     let port = closed_port();
@@ -211,7 +212,7 @@ async fn an_argument_cannot_extend_the_servers_host_or_port() {
         json!({"id": "api:t", "source_id": "api", "operation_id": "t",
                               "name": "t", "method": "GET", "path": "{tail}"}),
     );
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     for value in [last, &format!("{last}/x"), &format!("{last}@evil")] {
         let arguments = json!({"tail": value}).as_object().expect("object").clone();
         let result = upstream.call(&api, &crafted, &arguments).await;
@@ -258,7 +259,7 @@ async fn a_document_that_lacks_the_tool_is_not_fetched_again_on_every_call() {
         json!({"id": "api:gone", "source_id": "api", "operation_id": "gone",
                            "name": "gone", "method": "GET", "path": "/gone"}),
     );
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     for _ in 0..10 {
         let result = upstream.call(&api, &gone, &Map::new()).await;
         assert_eq!(
@@ -324,6 +325,7 @@ async fn a_request_from_the_server_that_reuses_the_id_is_not_the_answer() {
     })
     .await;
     let result = Upstream::new(CallLimits::default())
+        .expect("the HTTP client builds")
         .call(
             &source("m", "mcp", json!({"url": url})),
             &mcp_tool(),
@@ -346,7 +348,7 @@ async fn an_endless_event_in_small_writes_costs_linear_work() {
         Body::from_stream(futures_util::StreamExt::chain(first, rest))
     })
     .await;
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     let started = Instant::now();
     let result = upstream
         .call(

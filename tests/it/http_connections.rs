@@ -22,7 +22,9 @@ const FRAME_GOAWAY: u8 = 7;
 async fn gateway_with(limits: ConnectionLimits) -> (Gateway, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = config(dir.path(), hs_settings());
-    config.connections = limits;
+    config.header_timeout = limits.header_timeout;
+    config.idle_timeout = limits.idle_timeout;
+    config.max_connections = Some(limits.max_connections);
     config.sse_ping = Duration::from_millis(500);
     (Gateway::start_with(config).await, dir)
 }

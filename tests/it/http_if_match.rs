@@ -10,7 +10,7 @@ use std::sync::Arc;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::gateway::{Gateway, Reply, config, hs_settings};
-use toolgate::http::limit::RateLimits;
+use toolgate::service::limits::RateLimits;
 
 fn catalog() -> Value {
     json!({

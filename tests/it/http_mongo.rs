@@ -15,7 +15,6 @@ use support::mongo::{MongoServer, database_name};
 use support::process::Process;
 use toolgate::config::Secret;
 use toolgate::domain::model::Catalog;
-use toolgate::server::StoreConfig;
 
 /// A gateway whose catalog is in `database` on `server`.
 async fn gateway_on(server: &MongoServer, database: &str) -> Gateway {
@@ -23,10 +22,8 @@ async fn gateway_on(server: &MongoServer, database: &str) -> Gateway {
         Path::new("unused-without-the-embedded-store"),
         hs_settings(),
     );
-    config.store = StoreConfig::Mongo {
-        uri: Secret::new(server.uri()),
-        database: database.to_owned(),
-    };
+    config.mongodb_uri = Some(Secret::new(server.uri()));
+    config.mongodb_database = database.to_owned();
     Gateway::start_with(config).await
 }
 
@@ -62,7 +59,7 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
 
     // A second instance on the same database starts from what the first wrote.
     let second = gateway_on(&server, &database).await;
-    assert_eq!(second.state().catalog.snapshot().revision(), revision);
+    assert_eq!(second.state().app.catalog.snapshot().revision(), revision);
     assert_eq!(second.tool_ids(agent(), "").await, tools);
     assert_eq!(admin_catalog(&first).await, admin_catalog(&second).await);
 
@@ -93,7 +90,7 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .request(Method::GET, "/readyz", None, None)
         .await
         .problem(503);
-    assert_eq!(first.state().catalog.snapshot().revision(), revision);
+    assert_eq!(first.state().app.catalog.snapshot().revision(), revision);
     assert_eq!(first.tool_ids(agent(), "").await, tools);
 
     server.restart().await;
@@ -105,19 +102,25 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .admin_send(Method::POST, &disable, None)
         .await
         .expect(StatusCode::OK);
-    assert_eq!(first.state().catalog.snapshot().revision(), revision + 1);
+    assert_eq!(
+        first.state().app.catalog.snapshot().revision(),
+        revision + 1
+    );
     assert!(!first.tool_ids(agent(), "").await.contains(&tools[0]));
 
     // The other instance catches up from the store (the change bus would tell it; here it is
     // asked directly) and continues the same revision sequence.
-    assert!(second.state().catalog.refresh().await.expect("refresh"));
+    assert!(second.state().app.catalog.refresh().await.expect("refresh"));
     assert!(!second.tool_ids(agent(), "").await.contains(&tools[0]));
     let enable = format!("/admin/tools/{}/enable", tools[0]);
     second
         .admin_send(Method::POST, &enable, None)
         .await
         .expect(StatusCode::OK);
-    assert_eq!(second.state().catalog.snapshot().revision(), revision + 2);
+    assert_eq!(
+        second.state().app.catalog.snapshot().revision(),
+        revision + 2
+    );
     let audit = second
         .admin_send(Method::GET, "/admin/audit", None)
         .await

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use support::gateway::{Gateway, config, hs_settings};
 use support::scrape::Scrape;
 use support::sse::SseClient;
-use toolgate::http::limit::{Budget, RateLimits};
+use toolgate::service::limits::{Budget, RateLimits};
 
 const BURST: u32 = 3;
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use source_text::{code_only, is_ident, rust_files};
 
 /// Top-level modules, lowest first: a module may use only those before it.
-const LAYERS: [&str; 16] = [
+const LAYERS: [&str; 17] = [
     "domain",
     "telemetry",
     "redis_link",
@@ -29,8 +29,9 @@ const LAYERS: [&str; 16] = [
     "upstream",
     "service",
     "stream",
-    "http",
     "config",
+    "app",
+    "http",
     "server",
     "cli",
 ];

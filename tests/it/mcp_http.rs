@@ -47,7 +47,7 @@ async fn gateway_with(page_size: usize) -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = config(dir.path(), hs_settings());
     config.mcp.page_size = page_size;
-    config.auth.issuer = Some("https://idp.example.com/realms/agents".to_owned());
+    config.jwt_issuer = Some("https://idp.example.com/realms/agents".to_owned());
     let gateway = Gateway::start_with(config).await;
     std::mem::forget(dir); // the gateway's data lives for the test process
     put_catalog(&gateway, catalog()).await;

@@ -21,7 +21,7 @@ use toolgate::domain::fingerprint::Fingerprint;
 use toolgate::domain::model::{Catalog, Label};
 use toolgate::redis_link::RedisLink;
 use toolgate::service::follow;
-use toolgate::service::{Actor, AuditNote, CatalogService, Mutation};
+use toolgate::service::{Actor, AuditAction, AuditNote, CatalogService, Mutation};
 use toolgate::store::embedded::EmbeddedStore;
 use toolgate::store::{CatalogStore, Subject};
 
@@ -122,7 +122,7 @@ async fn add_label(service: &CatalogService, id: &str) -> u64 {
             );
             Ok(Mutation {
                 notes: vec![AuditNote {
-                    action: "create",
+                    action: AuditAction::Create,
                     entity: Subject::Labels,
                     id: id.clone(),
                     before: None,
@@ -496,6 +496,7 @@ async fn agents_are_served_without_a_failure_while_redis_dies_and_returns() {
     assert!(
         gateway
             .state()
+            .app
             .redis
             .as_ref()
             .expect("redis")

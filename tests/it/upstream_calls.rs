@@ -46,7 +46,7 @@ fn mcp_tool(source: &Source, name: &str) -> Tool {
 async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
     let mut server = McpServer::start(&["summarize", "session_id"], &[]);
     let docs = source("docs", "mcp", json!({"url": server.url}));
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
 
     let summary = upstream
         .call(
@@ -139,7 +139,7 @@ async fn mcp_calls_reuse_one_session_and_recover_when_the_server_forgets_it() {
 #[tokio::test]
 async fn mcp_calls_send_the_configured_authorization_and_nothing_else() {
     let server = McpServer::start(&["search_docs"], &[("MCP_TOKEN", "s3cret")]);
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     let search = |source: &Source| mcp_tool(source, "search_docs");
 
     let without = source("open", "mcp", json!({"url": server.url}));
@@ -180,6 +180,7 @@ async fn an_unreachable_mcp_server_is_named_as_such() {
         json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
     );
     let result = Upstream::new(CallLimits::default())
+        .expect("the HTTP client builds")
         .call(&gone, &mcp_tool(&gone, "x"), &Map::new())
         .await;
     assert_eq!(
@@ -292,7 +293,7 @@ async fn openapi_calls_place_every_argument_where_the_operation_says() {
         "X-Trace": "t-1", "body": {"n": 1}
     });
     check_arguments(&put.input_schema, &arguments).expect("valid arguments");
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     let result = upstream.call(&items, put, &args(arguments)).await;
     let echo = echoed(&result);
     assert_eq!(echo["method"], "PUT");
@@ -389,7 +390,7 @@ async fn openapi_failures_are_results_that_say_what_happened() {
     let api = source("api", "openapi", json!({"spec": document}));
     let tools = imported_tools(&api, &document);
 
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     let missing = upstream
         .call(&api, tool(&tools, "missing"), &Map::new())
         .await;
@@ -404,7 +405,8 @@ async fn openapi_failures_are_results_that_say_what_happened() {
     let hasty = Upstream::new(CallLimits {
         timeout: Duration::from_millis(300),
         ..CallLimits::default()
-    });
+    })
+    .expect("the HTTP client builds");
     let started = std::time::Instant::now();
     let slow = hasty.call(&api, tool(&tools, "slow"), &Map::new()).await;
     assert_eq!(slow.outcome, CallOutcome::Timeout, "{}", slow.result);
@@ -418,7 +420,8 @@ async fn openapi_failures_are_results_that_say_what_happened() {
     let small = Upstream::new(CallLimits {
         max_response_bytes: 1024,
         ..CallLimits::default()
-    });
+    })
+    .expect("the HTTP client builds");
     for operation in ["large", "largeStream"] {
         let large = small.call(&api, tool(&tools, operation), &Map::new()).await;
         assert_eq!(
@@ -516,7 +519,7 @@ async fn openapi_failures_are_results_that_say_what_happened() {
 
 #[tokio::test]
 async fn manual_and_tool_service_tools_are_not_executable() {
-    let upstream = Upstream::new(CallLimits::default());
+    let upstream = Upstream::new(CallLimits::default()).expect("the HTTP client builds");
     for kind in ["manual", "tool-service"] {
         let source = source("s", kind, json!({}));
         let tool: Tool = serde_json::from_value(json!({

@@ -7,8 +7,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use toolgate::auth::{AuthSettings, mint_hs256};
+use toolgate::config::{Secret, Settings};
 use toolgate::domain::model::Catalog;
-use toolgate::server::{Running, ServerConfig, StoreConfig, start};
+use toolgate::server::{Running, start};
 
 pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
 
@@ -77,13 +78,21 @@ impl Reply {
     }
 }
 
-pub fn config(data_dir: &Path, auth: AuthSettings) -> ServerConfig {
-    let store = StoreConfig::Embedded {
-        data_dir: data_dir.to_path_buf(),
-    };
-    ServerConfig {
+/// The settings of a gateway on `data_dir` (embedded store) verifying tokens as `auth` says,
+/// listening on a random port; every other setting at its default.
+pub fn config(data_dir: &Path, auth: AuthSettings) -> Settings {
+    Settings {
         listen: "127.0.0.1:0".parse().expect("address"),
-        ..ServerConfig::new(store, auth)
+        data_dir: data_dir.to_path_buf(),
+        jwt_secret: auth.hmac_secret.map(Secret::new),
+        jwks_url: auth.jwks,
+        jwt_issuer: auth.issuer,
+        jwt_audience: auth.audience,
+        jwt_leeway: auth.leeway,
+        jwt_require_exp: auth.require_exp,
+        jwks_refresh_interval: auth.jwks_refresh_interval,
+        jwks_min_refetch_interval: auth.jwks_min_refetch_interval,
+        ..Settings::default()
     }
 }
 
@@ -103,7 +112,7 @@ impl Gateway {
         gateway
     }
 
-    pub async fn start_with(config: ServerConfig) -> Gateway {
+    pub async fn start_with(config: Settings) -> Gateway {
         let (shutdown, signal) = oneshot::channel::<()>();
         let running = start(config, async move {
             let _ = signal.await;

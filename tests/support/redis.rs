@@ -105,7 +105,7 @@ impl RedisServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = config(dir.path(), hs_settings());
         config.redis_url = Some(toolgate::config::Secret::new(self.url.clone()));
-        config.revision_poll = Some(Duration::from_millis(200));
+        config.revision_poll = Duration::from_millis(200);
         let gateway = Gateway::start_with(config).await;
         gateway
             .admin_send(Method::PUT, "/admin/catalog", Some(catalog))

@@ -25,12 +25,12 @@ fn rate_limits_come_from_file_and_environment_and_zero_turns_one_off() {
     assert_eq!(limits.streams, None, "a rate of 0 is no limit");
     assert_eq!(
         limits.admin_writes,
-        Budget::new(crate::http::limit::DEFAULT_ADMIN_WRITES.per_second.get(), 3),
+        Budget::new(crate::config::DEFAULT_ADMIN_WRITES.per_second.get(), 3),
         "the default rate with the burst given"
     );
     assert_eq!(
         limits.decisions,
-        Budget::new(50, crate::http::limit::DEFAULT_DECISIONS.burst.get())
+        Budget::new(50, crate::config::DEFAULT_DECISIONS.burst.get())
     );
 
     let cases: &[(&str, &[Pair], &str)] = &[

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::http::limit::{Budget, RateLimits};
+use crate::service::limits::{Budget, RateLimits};
 use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 /// A default-file path that never exists, so tests ignore the developer's own config.

@@ -58,7 +58,7 @@ pub async fn list(
             }
         }
     }
-    let (mut records, next_cursor) = page(state.catalog.store().as_ref(), query).await?;
+    let (mut records, next_cursor) = page(state.app.catalog.store().as_ref(), query).await?;
     // Records written before sources' secrets were masked on the way in are masked here.
     for record in records.iter_mut().filter(|r| r.entity == Subject::Sources) {
         for side in [&mut record.before, &mut record.after]

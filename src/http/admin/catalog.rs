@@ -18,7 +18,7 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
 
 pub async fn read(State(state): State<AppState>, _admin: Admin) -> Result<Response, ApiError> {
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     Ok(with_revision(
         Json(Readable::of(snapshot.catalog())).into_response(),
         snapshot.revision(),
@@ -66,6 +66,7 @@ pub async fn replace(
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let written = state
+        .app
         .commands
         .replace_catalog(&actor, &precondition, document)
         .await?;
@@ -78,7 +79,7 @@ pub async fn group_members(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let members = snapshot
         .group_members(&id)
         .ok_or_else(|| ApiError::NotFound(format!("group '{id}' does not exist")))?;

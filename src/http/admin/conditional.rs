@@ -144,7 +144,7 @@ pub async fn with_current_etag(State(state): State<AppState>, mut response: Resp
     {
         return response;
     }
-    let revision = state.catalog.snapshot().revision();
+    let revision = state.app.catalog.snapshot().revision();
     response.headers_mut().insert(ETAG, etag(revision));
     response
 }

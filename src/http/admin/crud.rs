@@ -94,7 +94,7 @@ async fn list<E: AdminEntity>(
             _ => query.filters.push((key, value)),
         }
     }
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let page = page::<E>(snapshot.catalog(), &query)
         .map_err(|unknown| ApiError::Malformed(unknown.to_string()))?;
     let items: Vec<Cow<'_, E>> = page.items.into_iter().map(E::redacted).collect();
@@ -115,15 +115,15 @@ async fn read<E: AdminEntity>(
     _admin: Admin,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let entity = E::all(snapshot.catalog())
         .iter()
         .find(|e| e.id() == id)
-        .ok_or_else(|| ApiError::NotFound(format!("{} '{id}' does not exist", E::NOUN)))?;
+        .ok_or_else(|| ApiError::NotFound(format!("{} '{id}' does not exist", E::KIND.noun())))?;
     let mut body = to_json(&*entity.redacted())?;
     // A source says how its refreshes on this instance went (server-set: ignored on input).
     if E::KIND == EntityKind::Sources
-        && let Some(status) = state.refresh_log.get(&id)
+        && let Some(status) = state.app.refresh_log.get(&id)
         && let (Value::Object(body), Ok(status)) = (&mut body, serde_json::to_value(status))
     {
         body.insert("refresh".to_owned(), status);
@@ -143,7 +143,11 @@ async fn create<E: AdminEntity>(
 ) -> Result<Response, ApiError> {
     let entity: E = entity_from(body)?;
     let actor = actor(&agent, &headers);
-    let written = state.commands.create(&actor, &precondition, entity).await?;
+    let written = state
+        .app
+        .commands
+        .create(&actor, &precondition, entity)
+        .await?;
     let created = written.value;
     let location = format!(
         "/admin/{}/{}",
@@ -176,6 +180,7 @@ async fn replace<E: AdminEntity>(
     let entity: E = entity_from(body)?;
     let actor = actor(&agent, &headers);
     let written = state
+        .app
         .commands
         .update(&actor, &precondition, &id, Edit::Replace(entity))
         .await?;
@@ -192,6 +197,7 @@ async fn patch<E: AdminEntity>(
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let written = state
+        .app
         .commands
         .update::<E>(&actor, &precondition, &id, Edit::Patch(patch))
         .await?;
@@ -207,6 +213,7 @@ async fn delete<E: AdminEntity>(
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let revision = state
+        .app
         .commands
         .delete::<E>(&actor, &precondition, &id)
         .await?;

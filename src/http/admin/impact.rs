@@ -100,10 +100,10 @@ pub async fn impact(
         claim_sets: body.claims_sets,
     };
     let report = preview(
-        &state.catalog,
-        &state.manifests,
-        &state.metrics,
-        &state.impact_runs,
+        &state.app.catalog,
+        &state.app.manifests,
+        &state.app.metrics,
+        &state.app.impact_runs,
         request,
     )
     .await?;

@@ -18,8 +18,8 @@ use axum::routing::{get, post};
 
 use self::crud::AdminEntity;
 use super::AppState;
-use super::extract::Agent;
 use crate::domain::model::{AccessPolicy, Label, Source, Tool, ToolGroup};
+use crate::service::Caller;
 use crate::service::{Actor, ListFilter};
 use crate::store::EntityKind;
 
@@ -43,7 +43,7 @@ impl Collection {
     const fn of<E: AdminEntity>() -> Collection {
         Collection {
             kind: E::KIND,
-            noun: E::NOUN,
+            noun: E::KIND.noun(),
             filters: E::FILTERS,
             schema_name: <E::Schema as utoipa::ToSchema>::name,
             routes: crud::routes::<E>,
@@ -88,9 +88,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 }
 
 /// The audit identity of a request: the token's `sub` and the request id.
-fn actor(agent: &Agent, headers: &HeaderMap) -> Actor {
+fn actor(agent: &Caller, headers: &HeaderMap) -> Actor {
     Actor {
-        subject: agent.subject(),
+        subject: agent.sub().to_owned(),
         request_id: headers
             .get("x-request-id")
             .and_then(|value| value.to_str().ok())

@@ -10,9 +10,9 @@ use super::crud::with_revision;
 use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::http::AppState;
-use crate::http::agents::with_explanation;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
+use crate::http::read::with_explanation;
 
 /// A list given as `"a,b"` or `["a", "b"]`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -68,7 +68,7 @@ pub async fn preview(
         tools: request.tools.map(List::items),
         ..ManifestOptions::default()
     };
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let explained = snapshot.explain(&request.claims, &options);
     let body = with_explanation(&explained.manifest, &explained.explanation)?;
     let response = (

@@ -33,6 +33,7 @@ pub async fn refresh(
 ) -> Result<Response, ApiError> {
     let actor = actor(&agent, &headers);
     let written = state
+        .app
         .commands
         .refresh(&actor, &precondition, &id, RefreshTrigger::Admin)
         .await?;

@@ -57,6 +57,7 @@ async fn toggle(
     let reason = body.unwrap_or_default().reason;
     let actor = actor(&agent, &headers);
     let written = state
+        .app
         .commands
         .toggle(&actor, &precondition, &id, enabled, reason)
         .await?;

@@ -38,9 +38,10 @@ use self::reply::{Configuration, Decision, Decisions, Page, SearchContext, Searc
 use self::request::Complete;
 use super::AppState;
 use super::errors::ApiError;
-use super::extract::{Agent, JsonValue};
-use super::limit::RouteClass;
+use super::extract::JsonValue;
 use crate::service::decisions::{Answer, Plan, Question, Search, Semantic};
+use crate::service::limits::RouteClass;
+use crate::service::{Caller, read};
 
 pub const EVALUATION: &str = "/access/v1/evaluation";
 pub const EVALUATIONS: &str = "/access/v1/evaluations";
@@ -75,14 +76,14 @@ pub fn open_routes() -> Router<AppState> {
 /// `POST /access/v1/evaluation`.
 async fn evaluation(
     State(state): State<AppState>,
-    agent: Agent,
+    agent: Caller,
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    state.limit(RouteClass::Decisions, &agent)?;
+    state.app.limits.charge(RouteClass::Decisions, &agent)?;
     let parts = request::single(&body)?;
     let (answer, revision) = decide_one(&state, &agent, &parts, DECISION_ENDPOINTS[0], started)?;
-    let status = match state.authz_deny_status {
+    let status = match state.http.authz_deny_status {
         Some(status) if !answer.permitted => status,
         _ => StatusCode::OK,
     };
@@ -94,7 +95,7 @@ async fn evaluation(
 /// The one evaluation `parts` make, answered and counted at `endpoint`; and the revision.
 fn decide_one(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     parts: &request::Parts,
     endpoint: &'static str,
     started: Instant,
@@ -112,11 +113,11 @@ fn decide_one(
 /// a single evaluation and is answered like one (always 200), as AuthZEN says.
 async fn evaluations(
     State(state): State<AppState>,
-    agent: Agent,
+    agent: Caller,
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    state.limit(RouteClass::Decisions, &agent)?;
+    state.app.limits.charge(RouteClass::Decisions, &agent)?;
     let batch = request::batch(&body)?;
     if batch.items.is_empty() {
         let (answer, revision) = decide_one(
@@ -145,7 +146,7 @@ async fn evaluations(
 /// otherwise); reasons for admin callers only. Also the revision answered at.
 fn decide(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     items: &[Complete<'_>],
     semantic: Semantic,
 ) -> Result<(Vec<Answer>, u64), ApiError> {
@@ -161,29 +162,30 @@ fn decide(
             })
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let plan = Plan::new(&snapshot, &questions);
     // The request took one from the budget on arrival; each distinct evaluation beyond the
     // first costs what a request of its own would, before any is made.
-    state.limit_more(
+    state.app.limits.charge_more(
         RouteClass::Decisions,
         agent,
         plan.evaluations().saturating_sub(1),
     )?;
     let answers = state
+        .app
         .decisions
-        .answer(&snapshot, &plan, semantic, agent.is_admin);
+        .answer(&snapshot, &plan, semantic, read::sees_reasons(agent));
     Ok((answers, snapshot.revision()))
 }
 
 /// `POST /access/v1/search/resource`.
 async fn search_resource(
     State(state): State<AppState>,
-    agent: Agent,
+    agent: Caller,
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    state.limit(RouteClass::Decisions, &agent)?;
+    state.app.limits.charge(RouteClass::Decisions, &agent)?;
     let search = request::search(&body)?;
     let key = page::request_key(&body, agent.sub());
     let after = search
@@ -195,8 +197,8 @@ async fn search_resource(
     let limit = search.limit.map_or(DEFAULT_PAGE_LIMIT, |limit| {
         usize::try_from(limit).map_or(MAX_PAGE_LIMIT, |limit| limit.min(MAX_PAGE_LIMIT))
     });
-    let snapshot = state.catalog.snapshot();
-    let found = state.decisions.search(
+    let snapshot = state.app.catalog.snapshot();
+    let found = state.app.decisions.search(
         &snapshot,
         &Search {
             claims,
@@ -230,6 +232,7 @@ async fn search_resource(
         results: found.tool_ids.into_iter().map(ToolRef::new).collect(),
     };
     state
+        .app
         .metrics
         .decisions(SEARCH_ENDPOINT, 0, 0, started.elapsed());
     Ok(no_store(Json(reply).into_response()))
@@ -277,6 +280,7 @@ fn record(state: &AppState, endpoint: &'static str, answers: &[Answer], started:
     let permits = answers.iter().filter(|answer| answer.permitted).count() as u64;
     let denies = answers.len() as u64 - permits;
     state
+        .app
         .metrics
         .decisions(endpoint, permits, denies, started.elapsed());
 }

@@ -21,8 +21,9 @@ use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::http::errors::ApiError;
-use crate::http::extract::Agent;
+use crate::service::Caller;
 use crate::service::decisions::{Scope, Semantic};
+use crate::service::read::{self, Refusal, Subject};
 
 /// A subject as given.
 #[derive(Debug)]
@@ -425,37 +426,29 @@ pub fn search(body: &Value) -> Result<SearchRequest, ApiError> {
     }
 }
 
-/// The claims a subject stands for: the caller's own when the subject is left out, names the
-/// caller (by `sub`) without claims, or gives exactly the caller's claims; the claims given
-/// otherwise, which only an admin may have evaluated (403). `path` is the subject's field path.
+/// The claims a subject stands for ([`read::claims_for`] says whose a caller may have
+/// evaluated), with the refusal at the subject's field path `path`: 403 for someone else's
+/// claims without the admin rule, 400 for a subject named without claims.
 pub fn claims_for<'a>(
     subject: Option<&'a SubjectSpec>,
-    caller: &'a Agent,
+    caller: &'a Caller,
     path: &str,
 ) -> Result<&'a Claims, ApiError> {
-    let Some(subject) = subject else {
-        return Ok(caller.claims());
-    };
-    match &subject.claims {
-        Some(claims) if claims == caller.claims() => Ok(caller.claims()),
-        Some(claims) if caller.is_admin => Ok(claims),
-        Some(_) => Err(ApiError::Forbidden(format!(
-            "{}: evaluating claims other than the caller's own requires the admin rule; \
-             leave the subject out (or give no claims) to evaluate the caller",
-            at(&at(&at(path, "subject"), "properties"), "claims")
-        ))),
-        None if subject.id == caller.sub() => Ok(caller.claims()),
-        None => Err(ApiError::BadRequest(vec![FieldError {
-            field: at(&at(&at(path, "subject"), "properties"), "claims"),
-            message: format!(
-                "is required when subject.id ('{}') is not the caller's sub: toolgate \
-                 evaluates claims, and evaluating claims other than the caller's own requires \
-                 the admin rule",
-                subject.id
-            ),
-            kind: ErrorKind::Invalid,
-        }])),
-    }
+    let subject = subject.map(|subject| Subject {
+        id: &subject.id,
+        claims: subject.claims.as_ref(),
+    });
+    read::claims_for(subject, caller).map_err(|refusal| {
+        let field = at(&at(&at(path, "subject"), "properties"), "claims");
+        match refusal {
+            Refusal::ClaimsRequired { .. } => ApiError::BadRequest(vec![FieldError {
+                field,
+                message: refusal.to_string(),
+                kind: ErrorKind::Invalid,
+            }]),
+            other => ApiError::Forbidden(format!("{field}: {other}")),
+        }
+    })
 }
 
 #[cfg(test)]

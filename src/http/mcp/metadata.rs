@@ -52,7 +52,7 @@ pub async fn document(State(state): State<AppState>, headers: HeaderMap) -> Json
         "bearer_methods_supported": ["header"],
         "resource_name": "toolgate",
     });
-    if let Some(issuer) = &state.mcp.issuer {
+    if let Some(issuer) = &state.app.issuer {
         document["authorization_servers"] = json!([issuer]);
     }
     Json(document)

@@ -16,30 +16,60 @@ use super::version::Version;
 use super::{Context, json_response, options};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
-use crate::http::extract::Agent;
-use crate::http::limit::RouteClass;
+use crate::service::limits::RouteClass;
 use crate::service::mcp::{BadCursor, Refused};
-use crate::stream::{SubscribeError, Watch};
+use crate::service::{Caller, ReadRequest};
+use crate::stream::{StreamClass, Watch};
 
-/// The methods this server answers, as metric labels; anything else is `other`.
-const METHODS: [&str; 9] = [
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "server/discover",
-    "subscriptions/listen",
-    "notifications/initialized",
-    "notifications/cancelled",
-    "other",
-];
+/// The methods this server knows; anything else is [`Method::Other`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Initialize,
+    Ping,
+    ToolsList,
+    ToolsCall,
+    ServerDiscover,
+    SubscriptionsListen,
+    NotificationsInitialized,
+    NotificationsCancelled,
+    Other,
+}
 
-/// The metric label of `method`.
-pub fn label(method: &str) -> &'static str {
-    METHODS
-        .into_iter()
-        .find(|known| *known == method)
-        .unwrap_or("other")
+impl Method {
+    const ALL: [Method; 9] = [
+        Method::Initialize,
+        Method::Ping,
+        Method::ToolsList,
+        Method::ToolsCall,
+        Method::ServerDiscover,
+        Method::SubscriptionsListen,
+        Method::NotificationsInitialized,
+        Method::NotificationsCancelled,
+        Method::Other,
+    ];
+
+    /// The method named `name` on the wire.
+    pub fn parse(name: &str) -> Method {
+        Method::ALL
+            .into_iter()
+            .find(|method| method.as_str() == name)
+            .unwrap_or(Method::Other)
+    }
+
+    /// The method's wire name; `other` for an unknown one (its metric label).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Initialize => "initialize",
+            Method::Ping => "ping",
+            Method::ToolsList => "tools/list",
+            Method::ToolsCall => "tools/call",
+            Method::ServerDiscover => "server/discover",
+            Method::SubscriptionsListen => "subscriptions/listen",
+            Method::NotificationsInitialized => "notifications/initialized",
+            Method::NotificationsCancelled => "notifications/cancelled",
+            Method::Other => "other",
+        }
+    }
 }
 
 /// The `_meta` key stamping each message of a `subscriptions/listen` stream with its id.
@@ -71,25 +101,26 @@ enum Reply {
 /// Answers request `id`.
 pub async fn answer(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     context: Context,
     id: Id,
     method: &str,
     params: Map<String, Value>,
 ) -> Response {
     let mut created_session = None;
-    let reply = match (method, context.version.is_stateless()) {
+    let known = Method::parse(method);
+    let reply = match (known, context.version.is_stateless()) {
         // 2026-07-28 has no initialize: a stateless one is a method this revision lacks.
-        ("initialize", false) => {
+        (Method::Initialize, false) => {
             let (reply, session) = initialize(state, agent, &params);
             created_session = session;
             reply
         }
-        ("ping", false) => Reply::Result(json!({})),
-        ("tools/list", _) => tools_list(state, agent, &context, &params),
-        ("tools/call", _) => tools_call(state, agent, &context, &params).await,
-        ("server/discover", true) => Reply::Result(discover()),
-        ("subscriptions/listen", true) => listen(state, agent, &context, &id, &params).await,
+        (Method::Ping, false) => Reply::Result(json!({})),
+        (Method::ToolsList, _) => tools_list(state, agent, &context, &params),
+        (Method::ToolsCall, _) => tools_call(state, agent, &context, &params).await,
+        (Method::ServerDiscover, true) => Reply::Result(discover()),
+        (Method::SubscriptionsListen, true) => listen(state, agent, &context, &id, &params).await,
         _ => Reply::Error(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!(
@@ -99,7 +130,7 @@ pub async fn answer(
         )),
     };
     let ok = !matches!(reply, Reply::Error(_));
-    state.metrics.mcp.request(label(method), ok);
+    state.app.metrics.mcp.request(known.as_str(), ok);
     let stateless = context.version.is_stateless();
     match reply {
         Reply::Http(response) => response,
@@ -162,7 +193,7 @@ fn tools_response(id: &Id, tools: &[u8], rest: &Map<String, Value>) -> Vec<u8> {
 /// newest it does (the client decides whether it can go on); a new session of the caller.
 fn initialize(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     params: &Map<String, Value>,
 ) -> (Reply, Option<String>) {
     let Some(asked) = params.get("protocolVersion").and_then(Value::as_str) else {
@@ -199,31 +230,29 @@ fn discover() -> Value {
     })
 }
 
-/// The request's manifest options: the URL's, replaced by `_meta`'s; `include_disabled` only
-/// for admins.
+/// The request's manifest options: the URL's, replaced by `_meta`'s, which the caller may read
+/// ([`ReadRequest::authorize`]).
 fn request_options(
-    agent: &Agent,
+    agent: &Caller,
     context: &Context,
     params: &Map<String, Value>,
 ) -> Result<crate::domain::manifest::ManifestOptions, RpcError> {
     let meta = params.get("_meta").and_then(Value::as_object);
     let options = options::with_meta(&context.options, meta)?;
-    if options.include_disabled && !agent.is_admin {
-        return Err(RpcError::invalid_params(
-            "include_disabled requires an admin token",
-        ));
-    }
-    Ok(options)
+    let read = ReadRequest::of(options);
+    read.authorize(agent)
+        .map_err(|refusal| RpcError::invalid_params(refusal.to_string()))?;
+    Ok(read.options)
 }
 
 fn tools_list(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     context: &Context,
     params: &Map<String, Value>,
 ) -> Reply {
-    if let Err(limited) = state.limit(RouteClass::AgentReads, agent) {
-        return Reply::Http(limited.into_response());
+    if let Err(limited) = state.app.limits.charge(RouteClass::AgentReads, agent) {
+        return Reply::Http(ApiError::from(limited).into_response());
     }
     let options = match request_options(agent, context, params) {
         Ok(options) => options,
@@ -236,10 +265,10 @@ fn tools_list(
             return Reply::Error(RpcError::invalid_params("params.cursor: must be a string"));
         }
     };
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let page = match state
-        .mcp
-        .tools
+        .app
+        .mcp_tools
         .list(&snapshot, agent.claims(), options, cursor)
     {
         Ok(page) => page,
@@ -269,13 +298,13 @@ fn tools_list(
 /// -32602, upstream failures are results with `isError`.
 async fn tools_call(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     context: &Context,
     params: &Map<String, Value>,
 ) -> Reply {
     let started = Instant::now();
-    if let Err(limited) = state.limit(RouteClass::ToolCalls, agent) {
-        return Reply::Http(limited.into_response());
+    if let Err(limited) = state.app.limits.charge(RouteClass::ToolCalls, agent) {
+        return Reply::Http(ApiError::from(limited).into_response());
     }
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return Reply::Error(RpcError::invalid_params(
@@ -296,10 +325,10 @@ async fn tools_call(
         Ok(options) => options,
         Err(error) => return Reply::Error(error),
     };
-    let snapshot = state.catalog.snapshot();
+    let snapshot = state.app.catalog.snapshot();
     let called = state
-        .mcp
-        .tools
+        .app
+        .mcp_tools
         .call(&snapshot, agent.claims(), &options, name, arguments)
         .await;
     drop(snapshot);
@@ -317,7 +346,7 @@ async fn tools_call(
             ),
         ),
     };
-    state.metrics.mcp.call(outcome, started.elapsed());
+    state.app.metrics.mcp.call(outcome, started.elapsed());
     reply
 }
 
@@ -329,7 +358,7 @@ async fn tools_call(
 /// shutdown).
 async fn listen(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     context: &Context,
     id: &Id,
     params: &Map<String, Value>,
@@ -406,7 +435,7 @@ pub struct Shape<'a> {
 /// end of the session.
 pub async fn stream(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     context: &Context,
     shape: Shape<'_>,
 ) -> Result<Response, ApiError> {
@@ -417,50 +446,21 @@ pub async fn stream(
         changes,
         params,
     } = shape;
-    state.limit(RouteClass::Streams, agent)?;
-    if context.options.include_disabled && !agent.is_admin {
-        return Err(ApiError::Forbidden(
-            "include_disabled requires an admin token".to_owned(),
-        ));
-    }
-    let (subscription, snapshot, key) = state
-        .mcp
-        .hub
-        .subscribe(
-            agent.sub(),
-            agent.claims(),
-            context.options.clone(),
-            &state.catalog,
-        )
-        .map_err(|error| match error {
-            SubscribeError::TooManyStreams { .. } => ApiError::TooManyRequests {
-                detail: format!("{error} (MCP notification streams)"),
-                retry_after_secs: 5,
-            },
-            SubscribeError::ShuttingDown => ApiError::Unavailable(error.to_string()),
-        })?;
-    let rendered = state
-        .manifests
-        .resolve(&snapshot, agent.claims(), key)
-        .await;
-    drop(snapshot);
-    let claims = Arc::clone(&subscription.claims);
-    let catalog = Arc::clone(&state.catalog);
-    let manifests = Arc::clone(&state.manifests);
-    let options = context.options.clone();
-    let render =
-        Box::new(move || manifests.resolve_local(&catalog.snapshot(), &claims, options.clone()));
+    let app = &state.app;
+    let read = ReadRequest::of(context.options.clone());
+    let opened = crate::stream::open(&app.hub, &app.limits, agent, &read, StreamClass::Mcp).await?;
+    let rendered = opened.rendered;
     let ended = context
         .session
         .as_ref()
         .map(|(_, session)| session.ended.clone());
     let watch = Watch::new(
-        subscription,
-        render,
+        opened.subscription,
+        opened.render,
         &rendered.etag,
         resumed_from,
-        state.sse_ping,
-        agent.token.expires_at,
+        state.http.sse_ping,
+        agent.expires_at(),
         ended,
     );
     let opening = match opening {
@@ -476,7 +476,7 @@ pub async fn stream(
             changes,
         },
         params,
-        Arc::clone(&state.metrics),
+        Arc::clone(&app.metrics),
     );
     Ok(crate::http::stream::event_stream(Body::from_stream(body)))
 }

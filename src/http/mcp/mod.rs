@@ -26,9 +26,6 @@ pub mod session;
 mod stateless;
 pub mod version;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
@@ -37,15 +34,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use self::jsonrpc::Incoming;
-use self::session::{SessionLimits, Sessions};
+use self::methods::Method;
+use self::session::Sessions;
 use self::version::Version;
 use super::AppState;
-use super::agents::AgentQuery;
 use super::errors::ApiError;
-use super::extract::{Agent, QueryPairs, RawBody};
+use super::extract::{QueryPairs, RawBody};
+use super::read::read_request;
 use crate::domain::manifest::ManifestOptions;
-use crate::service::McpTools;
-use crate::stream::StreamHub;
+use crate::service::Caller;
+use crate::service::mcp::McpSettings;
 
 /// The header naming a 2025 session.
 pub const SESSION_ID: &str = "mcp-session-id";
@@ -54,70 +52,11 @@ pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The `_meta` key of a 2026-07-28 request's revision.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// Settings of the MCP endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpSettings {
-    /// The gateway's public base URL (`https://gw.example.com`), for the protected-resource
-    /// document and the 401 challenge; `None`: taken from each request's `Host`.
-    pub public_url: Option<String>,
-    /// Tools per `tools/list` page.
-    pub page_size: usize,
-    /// Sessions per subject, and their idle timeout. The same number bounds a subject's open
-    /// notification streams.
-    pub sessions: SessionLimits,
-    /// How long a 2026-07-28 client may reuse a `tools/list` answer without asking again
-    /// (`ttlMs`). Calls are decided at call time whatever a client caches.
-    pub list_ttl: Duration,
-    /// Origins (`scheme://host[:port]`) allowed besides the gateway's own, for browser-based
-    /// clients; a request from any other origin is refused (DNS-rebinding protection).
-    pub allowed_origins: Vec<String>,
-    /// How long a `tools/call` may wait for its upstream.
-    pub call_timeout: Duration,
-    /// The largest upstream answer a `tools/call` reads; a larger one is an error result.
-    pub call_max_bytes: usize,
-}
-
-/// 1,000 tools per page: a typical manifest in one page, a 10,000-tool one in ten.
-pub const DEFAULT_PAGE_SIZE: usize = 1_000;
-/// 16 sessions per subject, as many as streams per subject by default.
-pub const DEFAULT_SESSIONS_PER_SUBJECT: usize = 16;
-/// A session unused for an hour is forgotten.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(3_600);
-/// 5 s: long enough to spare a client's repeated list, short enough that a revoked tool does
-/// not stay in its list for long.
-pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(5);
-
-/// 30 s for an upstream to answer a tool call.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// 4 MiB of upstream answer per tool call: more than a model's context takes.
-pub const DEFAULT_CALL_MAX_BYTES: usize = 4 * 1024 * 1024;
-
-impl Default for McpSettings {
-    fn default() -> Self {
-        McpSettings {
-            public_url: None,
-            page_size: DEFAULT_PAGE_SIZE,
-            sessions: SessionLimits {
-                per_subject: DEFAULT_SESSIONS_PER_SUBJECT,
-                idle: DEFAULT_SESSION_IDLE,
-            },
-            list_ttl: DEFAULT_LIST_TTL,
-            allowed_origins: Vec::new(),
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            call_max_bytes: DEFAULT_CALL_MAX_BYTES,
-        }
-    }
-}
-
-/// What the MCP endpoint holds: the listing service, the sessions, its own stream hub (its
-/// notification streams are capped apart from the SSE streams), and its settings.
+/// What only the MCP endpoint holds: the 2025 sessions, and its settings. (Listing and calls
+/// are [`crate::service::McpTools`]; notification streams are in the one stream hub.)
 pub struct McpEndpoint {
-    pub tools: McpTools,
     pub sessions: Sessions,
-    pub hub: Arc<StreamHub>,
     pub settings: McpSettings,
-    /// The configured token issuer, named as authorization server in the metadata document.
-    pub issuer: Option<String>,
 }
 
 /// `/mcp`; mounted outside the request timeout (its notification streams stay open).
@@ -150,7 +89,7 @@ pub(super) struct Context {
 
 async fn post_mcp(
     State(state): State<AppState>,
-    agent: Result<Agent, ApiError>,
+    agent: Result<Caller, ApiError>,
     QueryPairs(pairs): QueryPairs,
     headers: HeaderMap,
     RawBody(body): RawBody,
@@ -170,15 +109,15 @@ async fn post_mcp(
 fn admit(
     state: &AppState,
     headers: &HeaderMap,
-    agent: Result<Agent, ApiError>,
-) -> Result<Agent, Box<Response>> {
+    agent: Result<Caller, ApiError>,
+) -> Result<Caller, Box<Response>> {
     metadata::check_origin(state, headers).map_err(|error| Box::new(error.into_response()))?;
     agent.map_err(|error| Box::new(metadata::challenge(state, headers, error)))
 }
 
 async fn handle_post(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     pairs: &[(String, String)],
     headers: &HeaderMap,
     body: &[u8],
@@ -202,7 +141,11 @@ async fn handle_post(
             let context = match classify(state, agent, headers, &method, &params, options)? {
                 Ok(context) => context,
                 Err(refused) => {
-                    state.metrics.mcp.request(methods::label(&method), false);
+                    state
+                        .app
+                        .metrics
+                        .mcp
+                        .request(methods::Method::parse(&method).as_str(), false);
                     return Ok(methods::error_response(&id, refused, true));
                 }
             };
@@ -215,7 +158,11 @@ async fn handle_post(
                 session_context(state, agent, headers, options)?;
             }
             let _ = params;
-            state.metrics.mcp.request(methods::label(&method), true);
+            state
+                .app
+                .metrics
+                .mcp
+                .request(methods::Method::parse(&method).as_str(), true);
             Ok(StatusCode::ACCEPTED.into_response())
         }
         Incoming::Response => Ok(StatusCode::ACCEPTED.into_response()),
@@ -228,7 +175,7 @@ async fn handle_post(
 /// refuse in JSON-RPC (the inner error); anything else is a 400.
 fn classify(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     headers: &HeaderMap,
     method: &str,
     params: &serde_json::Map<String, serde_json::Value>,
@@ -236,7 +183,7 @@ fn classify(
 ) -> Result<Result<Context, jsonrpc::RpcError>, ApiError> {
     let meta = params.get("_meta");
     let says_version = meta.is_some_and(|meta| meta.get(META_PROTOCOL_VERSION).is_some());
-    if method == "initialize" && !says_version {
+    if Method::parse(method) == Method::Initialize && !says_version {
         return Ok(Ok(Context {
             version: Version::NEWEST_WITH_SESSIONS, // negotiated by the method
             session: None,
@@ -271,7 +218,7 @@ fn classify(
 /// them; `explain` has no place here, nor has `fields`: an MCP tool object has the shape MCP
 /// gives it, not a manifest entry's.
 fn url_options(pairs: &[(String, String)]) -> Result<ManifestOptions, ApiError> {
-    let query = AgentQuery::parse(pairs)?;
+    let query = read_request(pairs)?;
     if query.explain {
         return Err(ApiError::Malformed(
             "explain is not available at /mcp; use GET /agents/tools?explain=true".to_owned(),
@@ -291,7 +238,7 @@ fn url_options(pairs: &[(String, String)]) -> Result<ManifestOptions, ApiError> 
 /// which an `MCP-Protocol-Version` header must repeat (400 otherwise).
 fn session_context(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     headers: &HeaderMap,
     options: ManifestOptions,
 ) -> Result<Context, ApiError> {
@@ -335,7 +282,7 @@ fn session_not_found() -> ApiError {
 /// `GET /mcp`: the notification stream of a 2025 session.
 async fn get_mcp(
     State(state): State<AppState>,
-    agent: Result<Agent, ApiError>,
+    agent: Result<Caller, ApiError>,
     QueryPairs(pairs): QueryPairs,
     headers: HeaderMap,
 ) -> Response {
@@ -351,7 +298,7 @@ async fn get_mcp(
 
 async fn open_stream(
     state: &AppState,
-    agent: &Agent,
+    agent: &Caller,
     pairs: &[(String, String)],
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -393,7 +340,7 @@ async fn open_stream(
 /// `DELETE /mcp`: ends the caller's session.
 async fn delete_mcp(
     State(state): State<AppState>,
-    agent: Result<Agent, ApiError>,
+    agent: Result<Caller, ApiError>,
     headers: HeaderMap,
 ) -> Response {
     let agent = match admit(&state, &headers, agent) {

@@ -1,7 +1,7 @@
 //! MCP sessions of the 2025 protocol revisions: what `initialize` creates and `Mcp-Session-Id`
 //! names. A session holds no authority: the bearer token is verified on every request, and a
 //! session answers only to the identity that created it (a hash of the token's claims,
-//! [`crate::http::extract::Agent::identity`]; "subject" below) — to anyone else it does not
+//! [`crate::service::Caller::identity`]; "subject" below) — to anyone else it does not
 //! exist (404), so a leaked session id is worth nothing without a token of that identity.
 //!
 //! Sessions live in this instance's memory (a client whose session is unknown, after a restart
@@ -17,18 +17,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::version::Version;
+pub use crate::service::mcp::SessionLimits;
 
 /// How often, at most, a new session sweeps out idle ones.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
-
-/// Limits of the session table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionLimits {
-    /// Sessions per subject; the least recently used goes when a new one would exceed it.
-    pub per_subject: usize,
-    /// A session unused this long is forgotten.
-    pub idle: Duration,
-}
 
 /// One live session.
 #[derive(Debug, Clone)]

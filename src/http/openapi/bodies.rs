@@ -214,7 +214,7 @@ mod tests {
             }
             let explained = snapshot.explain(&claims, &options);
             let body =
-                crate::http::agents::with_explanation(&explained.manifest, &explained.explanation)
+                crate::http::read::with_explanation(&explained.manifest, &explained.explanation)
                     .expect("serialises");
             let body: Value = serde_json::from_slice(&body).expect("JSON");
             assert_fits("explained manifest", Manifest::schema(), &body);

@@ -12,7 +12,7 @@ use super::{CommandError, note};
 use crate::domain::model::Catalog;
 use crate::domain::stamp::{Stamp, copy_stamps, same_content};
 use crate::service::entity::CatalogEntity;
-use crate::service::{AuditNote, CatalogService, Mutation, WriteError};
+use crate::service::{AuditAction, AuditNote, CatalogService, Mutation, WriteError};
 use crate::store::Subject;
 
 /// How many entities of each kind a catalog holds: what a replace answers and audits (the
@@ -54,7 +54,7 @@ pub fn apply_replace(
     next.normalize();
     keep_stored_secrets(&mut next, catalog)?;
     let mut notes = vec![AuditNote {
-        action: "replace",
+        action: AuditAction::Replace,
         entity: Subject::Catalog,
         id: "catalog".to_owned(),
         before: Counts::of(catalog).json(),
@@ -88,7 +88,7 @@ pub(super) async fn seed(
             *current = seed.clone();
             Ok(Mutation {
                 notes: vec![AuditNote {
-                    action: "seed",
+                    action: AuditAction::Seed,
                     entity: Subject::Catalog,
                     id: "catalog".to_owned(),
                     before: None,
@@ -164,16 +164,26 @@ fn restamp<E: CatalogEntity>(
             Some(old) if same_content(old, entity) => copy_stamps(old, entity),
             Some(old) => {
                 stamp.updated(entity, old);
-                notes.push(note::<E>("update", entity.id(), Some(old), Some(entity)));
+                notes.push(note::<E>(
+                    AuditAction::Update,
+                    entity.id(),
+                    Some(old),
+                    Some(entity),
+                ));
             }
             None => {
                 stamp.created(entity);
-                notes.push(note::<E>("create", entity.id(), None, Some(entity)));
+                notes.push(note::<E>(
+                    AuditAction::Create,
+                    entity.id(),
+                    None,
+                    Some(entity),
+                ));
             }
         }
     }
     let kept: HashSet<&str> = next.iter().map(|e| e.id()).collect();
     for old in stored.iter().filter(|old| !kept.contains(old.id())) {
-        notes.push(note::<E>("delete", old.id(), Some(old), None));
+        notes.push(note::<E>(AuditAction::Delete, old.id(), Some(old), None));
     }
 }

@@ -23,7 +23,9 @@ pub use self::refresh::RefreshTrigger;
 use self::refresh::{apply_import, refresh_source};
 use super::WriteError;
 use super::entity::CatalogEntity;
-use super::{Actor, AuditNote, CatalogService, Focus, Mutation, Precondition, RefreshLog};
+use super::{
+    Actor, AuditAction, AuditNote, CatalogService, Focus, Mutation, Precondition, RefreshLog,
+};
 use crate::domain::model::{Catalog, Tool};
 use crate::domain::stamp::Stamp;
 use crate::domain::validate::{ErrorKind, FieldError};
@@ -73,7 +75,10 @@ impl<E: CatalogEntity> Edit<E> {
             Edit::Patch(patch) => patch,
         };
         let mut merged = serde_json::to_value(current).map_err(|error| {
-            WriteError::Internal(format!("a stored {} does not serialise: {error}", E::NOUN))
+            WriteError::Internal(format!(
+                "a stored {} does not serialise: {error}",
+                E::KIND.noun()
+            ))
         })?;
         merge_patch(&mut merged, &Value::Object(patch.clone()));
         // A source's document is one value: a patch replaces it, never merges into it (merged,
@@ -88,7 +93,7 @@ impl<E: CatalogEntity> Edit<E> {
         serde_json::from_value::<E>(merged).map_err(|error| {
             WriteError::Invalid(vec![FieldError {
                 field: String::new(),
-                message: format!("the patched {} is not valid: {error}", E::NOUN),
+                message: format!("the patched {} is not valid: {error}", E::KIND.noun()),
                 kind: ErrorKind::Invalid,
             }])
         })
@@ -249,7 +254,11 @@ impl Commands {
                 tool.disabled_reason = if enabled { None } else { reason.clone() };
                 stamp.touched(tool);
                 let after = tool.clone();
-                let action = if enabled { "enable" } else { "disable" };
+                let action = if enabled {
+                    AuditAction::Enable
+                } else {
+                    AuditAction::Disable
+                };
                 Ok(Mutation {
                     notes: vec![note(action, id, Some(&before), Some(&after))],
                     value: after,
@@ -383,7 +392,7 @@ pub fn apply_create<E: CatalogEntity>(
     }
     let mut entity = entity.clone();
     stamp.created(&mut entity);
-    let mut notes = vec![note("create", entity.id(), None, Some(&entity))];
+    let mut notes = vec![note(AuditAction::Create, entity.id(), None, Some(&entity))];
     let id = entity.id().to_owned();
     E::all_mut(catalog).push(entity);
     let mut summary = None;
@@ -431,7 +440,7 @@ pub fn apply_update<E: CatalogEntity>(
     }
     stamp.updated(&mut next, &before);
     items[position] = next.clone();
-    let mut notes = vec![note("update", id, Some(&before), Some(&next))];
+    let mut notes = vec![note(AuditAction::Update, id, Some(&before), Some(&next))];
     if let Some(import) = imported {
         let (_, refresh) = apply_import(catalog, id, import, stamp)?;
         notes.extend(refresh);
@@ -450,12 +459,12 @@ pub fn apply_delete<E: CatalogEntity>(
         .ok_or_else(|| not_found::<E>(id))?;
     E::before_delete(catalog, id)?;
     E::all_mut(catalog).retain(|e| e.id() != id);
-    Ok(vec![note("delete", id, Some(&before), None)])
+    Ok(vec![note(AuditAction::Delete, id, Some(&before), None)])
 }
 
 /// The audit note of one entity's change.
 pub fn note<E: CatalogEntity>(
-    action: &'static str,
+    action: AuditAction,
     id: &str,
     before: Option<&E>,
     after: Option<&E>,
@@ -471,14 +480,14 @@ pub fn note<E: CatalogEntity>(
 
 fn not_found<E: CatalogEntity>(id: &str) -> WriteError {
     WriteError::NotFound {
-        kind: E::NOUN,
+        kind: E::KIND,
         id: id.to_owned(),
     }
 }
 
 fn already_exists<E: CatalogEntity>(id: &str) -> WriteError {
     WriteError::Conflict(
-        format!("a {} with id '{id}' already exists", E::NOUN),
+        format!("a {} with id '{id}' already exists", E::KIND.noun()),
         Vec::new(),
     )
 }

@@ -7,8 +7,10 @@ use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
 use crate::domain::stamp::Stamp;
 use crate::ingest::refresh::{self, RefreshSummary};
 use crate::ingest::{self, Import};
-use crate::service::{Actor, AuditNote, CatalogService, Mutation, Precondition, WriteError};
-use crate::store::Subject;
+use crate::service::{
+    Actor, AuditAction, AuditNote, CatalogService, Mutation, Precondition, WriteError,
+};
+use crate::store::{EntityKind, Subject};
 
 /// Who asked for a refresh (the `trigger` of the failure metric).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +46,7 @@ pub(super) async fn refresh_source(
     catalog.check(precondition).await?;
     let snapshot = catalog.snapshot();
     let not_found = || WriteError::NotFound {
-        kind: "source",
+        kind: EntityKind::Sources,
         id: id.to_owned(),
     };
     let source = snapshot
@@ -100,7 +102,7 @@ pub fn apply_import(
         .map_err(|error| WriteError::Conflict(error.to_string(), Vec::new()))?;
     let notes = if summary.changed() {
         vec![AuditNote {
-            action: "refresh",
+            action: AuditAction::Refresh,
             entity: Subject::Sources,
             id: source_id.to_owned(),
             before: None,

@@ -48,7 +48,10 @@ fn a_create_is_stamped_by_the_writer_whatever_the_body_says() {
     assert_eq!(created.updated_by.as_deref(), Some("bob"));
     assert!(summary.is_none());
     assert_eq!(notes.len(), 1);
-    assert_eq!((notes[0].action, notes[0].id.as_str()), ("create", "new"));
+    assert_eq!(
+        (notes[0].action.as_str(), notes[0].id.as_str()),
+        ("create", "new")
+    );
 }
 
 #[test]
@@ -71,7 +74,7 @@ fn a_patch_merges_keeps_the_creation_and_cannot_change_the_id() {
     assert_eq!(next.name, "pii");
     assert_eq!(next.created_by.as_deref(), Some("alice"));
     assert_eq!(next.updated_by.as_deref(), Some("bob"));
-    assert_eq!(notes[0].action, "update");
+    assert_eq!(notes[0].action, AuditAction::Update);
 
     let mut renamed = Map::new();
     renamed.insert("id".to_owned(), json!("other"));
@@ -108,7 +111,7 @@ fn deleting_a_tool_removes_the_ids_pointing_at_it() {
     let notes = apply_delete::<Tool>(&mut catalog, "s:a").expect("deleted");
     assert!(catalog.tools.is_empty());
     assert!(catalog.groups[0].explicit_tool_ids.is_empty());
-    assert_eq!(notes[0].action, "delete");
+    assert_eq!(notes[0].action, AuditAction::Delete);
 }
 
 #[test]
@@ -132,7 +135,10 @@ fn a_replace_notes_each_entity_and_keeps_the_stamps_of_what_did_not_change() {
     let (notes, counts) = apply_replace(&mut catalog, &document, &stamp("bob")).expect("replaced");
     assert_eq!(counts.policies, 0);
     assert_eq!(counts.labels, 2);
-    let actions: Vec<(&str, &str)> = notes.iter().map(|n| (n.action, n.id.as_str())).collect();
+    let actions: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|n| (n.action.as_str(), n.id.as_str()))
+        .collect();
     assert_eq!(
         actions,
         [("replace", "catalog"), ("create", "new"), ("delete", "p")]

@@ -235,7 +235,7 @@ fn other_actions_and_resource_types_are_denied_with_a_reason() {
     assert_eq!(permitted(&answers), [false, false, true]);
     let codes: Vec<&str> = answers
         .iter()
-        .map(|answer| answer.reason.as_ref().expect("explained").code)
+        .map(|answer| answer.reason.as_ref().expect("explained").code.as_str())
         .collect();
     assert_eq!(
         codes,
@@ -267,7 +267,7 @@ fn reasons_name_the_deciding_policy_and_groups() {
         .expect("explained")
     };
     let denied = reason(&Scope::default(), "s:drop");
-    assert_eq!(denied.code, "denied");
+    assert_eq!(denied.code.as_str(), "denied");
     assert_eq!(denied.policy_id.as_deref(), Some("p-no-drop"));
     assert_eq!(denied.priority, Some(100));
     assert_eq!(denied.group_ids, ["g-drop"]);
@@ -281,14 +281,20 @@ fn reasons_name_the_deciding_policy_and_groups() {
         "granted by policy 'p-staff' (priority 10) through group 'g-all'"
     );
     let hidden = reason(&Scope::default(), "s:off");
-    assert_eq!((hidden.code, hidden.detail), ("hidden", Some("disabled")));
+    assert_eq!(
+        (hidden.code.as_str(), hidden.detail),
+        ("hidden", Some("disabled"))
+    );
     let narrowed = reason(&research, "s:read");
     assert_eq!(
-        (narrowed.code, narrowed.detail),
+        (narrowed.code.as_str(), narrowed.detail),
         ("narrowed", Some("state"))
     );
     assert!(narrowed.message.ends_with("not available in the state 'x'"));
-    assert_eq!(reason(&Scope::default(), "s:nope").code, "unknown_tool");
+    assert_eq!(
+        reason(&Scope::default(), "s:nope").code.as_str(),
+        "unknown_tool"
+    );
     let nobody = claims(json!({"sub": "z"}));
     let answer = &decisions.decide(
         &snapshot,
@@ -298,7 +304,7 @@ fn reasons_name_the_deciding_policy_and_groups() {
     )[0];
     assert_eq!(
         answer.reason.as_ref().expect("explained").code,
-        "not_granted"
+        ReasonCode::NotGranted
     );
 }
 

@@ -55,8 +55,6 @@ pub trait CatalogEntity:
     Serialize + DeserializeOwned + Stamped + Clone + PartialEq + Send + Sync + 'static
 {
     const KIND: EntityKind;
-    /// Singular, for messages: `source`, `tool`, …
-    const NOUN: &'static str;
 
     fn id(&self) -> &str;
     fn set_id(&mut self, id: String);
@@ -138,7 +136,6 @@ fn flag(actual: bool, value: &str) -> bool {
 
 impl CatalogEntity for Source {
     const KIND: EntityKind = EntityKind::Sources;
-    const NOUN: &'static str = "source";
     const FILTERS: &'static [ListFilter] = &[
         text("type", "Only sources of this type."),
         flag_filter(
@@ -210,7 +207,6 @@ impl CatalogEntity for Source {
 
 impl CatalogEntity for Tool {
     const KIND: EntityKind = EntityKind::Tools;
-    const NOUN: &'static str = "tool";
     const FILTERS: &'static [ListFilter] = &[
         text("source_id", "Only tools of this source."),
         flag_filter(
@@ -265,7 +261,6 @@ impl CatalogEntity for Tool {
 
 impl CatalogEntity for Label {
     const KIND: EntityKind = EntityKind::Labels;
-    const NOUN: &'static str = "label";
     const FILTERS: &'static [ListFilter] = &[text("name", "Only the label with this name.")];
     ids!();
 
@@ -312,7 +307,6 @@ impl CatalogEntity for Label {
 
 impl CatalogEntity for ToolGroup {
     const KIND: EntityKind = EntityKind::Groups;
-    const NOUN: &'static str = "group";
     const FILTERS: &'static [ListFilter] = &[
         flag_filter(
             "active",
@@ -367,7 +361,6 @@ impl CatalogEntity for ToolGroup {
 
 impl CatalogEntity for AccessPolicy {
     const KIND: EntityKind = EntityKind::Policies;
-    const NOUN: &'static str = "policy";
     const FILTERS: &'static [ListFilter] = &[
         flag_filter(
             "active",

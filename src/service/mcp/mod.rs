@@ -8,6 +8,10 @@
 //! tools. The cursor is opaque to clients: it names the last tool of the previous page (by id),
 //! so it survives catalog changes between pages the way a keyset cursor does.
 
+mod settings;
+
+pub use settings::{McpSettings, SessionLimits};
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine;

@@ -17,14 +17,15 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::num::NonZeroU32;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
-use super::errors::ApiError;
+use super::Caller;
+use crate::telemetry::Metrics;
 
 /// How often buckets of subjects that went quiet are dropped, so that the map holds only the
 /// subjects seen within about one refill period.
@@ -97,44 +98,6 @@ pub struct RateLimits {
     pub tool_calls: Option<Budget>,
 }
 
-/// 100 manifest reads per second per subject, bursts of 200: far above what an agent needs
-/// (its manifest changes only with the catalog, and streams push the changes), low enough that
-/// a subject stuck in a loop cannot take the gateway's CPU from everyone else.
-pub const DEFAULT_AGENT_READS: Budget = budget(100, 200);
-/// 5 stream opens per second per subject, bursts of 50: a client reconnecting all its streams
-/// (at most 16 by default) after a restart passes; a reconnect loop does not.
-pub const DEFAULT_STREAMS: Budget = budget(5, 50);
-/// 20 admin writes per second per subject, bursts of 100: scripts that make many changes in a
-/// row pass; bulk imports belong in `PUT /admin/catalog` (one request).
-pub const DEFAULT_ADMIN_WRITES: Budget = budget(20, 100);
-/// 1,000 decision requests per second per subject, bursts of 2,000: an executor usually asks
-/// with one identity of its own for every tool call of many agents (or forwards each agent's
-/// token, which then spends that agent's budget); the limit is there for a runaway loop.
-pub const DEFAULT_DECISIONS: Budget = budget(1000, 2000);
-/// 20 tool calls per second per subject, bursts of 100: an agent's calls wait on a model and an
-/// upstream, so this is far above one agent's pace; it stops a loop from hammering upstreams
-/// through the gateway.
-pub const DEFAULT_TOOL_CALLS: Budget = budget(20, 100);
-
-const fn budget(per_second: u32, burst: u32) -> Budget {
-    match Budget::new(per_second, burst) {
-        Some(budget) => budget,
-        None => panic!("a default budget is not zero"),
-    }
-}
-
-impl Default for RateLimits {
-    fn default() -> Self {
-        RateLimits {
-            agent_reads: Some(DEFAULT_AGENT_READS),
-            streams: Some(DEFAULT_STREAMS),
-            admin_writes: Some(DEFAULT_ADMIN_WRITES),
-            decisions: Some(DEFAULT_DECISIONS),
-            tool_calls: Some(DEFAULT_TOOL_CALLS),
-        }
-    }
-}
-
 impl RateLimits {
     /// No class limited.
     pub const UNLIMITED: RateLimits = RateLimits {
@@ -168,21 +131,21 @@ pub struct Limited {
     pub retry_after_secs: u64,
 }
 
-impl From<Limited> for ApiError {
-    fn from(limited: Limited) -> Self {
-        ApiError::TooManyRequests {
-            detail: format!(
-                "this subject sent more {} requests than allowed ({} per second, bursts of {}); \
-                 retry after {} s",
-                limited.class.name().replace('_', " "),
-                limited.budget.per_second,
-                limited.budget.burst,
-                limited.retry_after_secs
-            ),
-            retry_after_secs: limited.retry_after_secs,
-        }
+impl std::fmt::Display for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "this subject sent more {} requests than allowed ({} per second, bursts of {}); \
+             retry after {} s",
+            self.class.name().replace('_', " "),
+            self.budget.per_second,
+            self.budget.burst,
+            self.retry_after_secs
+        )
     }
 }
+
+impl std::error::Error for Limited {}
 
 /// The buckets of every limited class.
 pub struct Limiters {
@@ -195,6 +158,8 @@ pub struct Limiters {
     admin_writes: Option<Buckets>,
     decisions: Option<Buckets>,
     tool_calls: Option<Buckets>,
+    /// Where refusals are counted, when observed.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Limiters {
@@ -215,6 +180,35 @@ impl Limiters {
             decisions: buckets(limits.decisions),
             tool_calls: buckets(limits.tool_calls),
             clock,
+            metrics: None,
+        }
+    }
+
+    /// The same limiters, counting every refusal in `metrics` (by class).
+    pub fn observed(mut self, metrics: Arc<Metrics>) -> Limiters {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Takes one request of `class` from `caller`'s budget (its `sub`), or says how long to
+    /// wait. The refusal is counted.
+    pub fn charge(&self, class: RouteClass, caller: &Caller) -> Result<(), Limited> {
+        self.check(class, caller.sub())
+            .inspect_err(|_| self.count(class))
+    }
+
+    /// Takes `n` more requests of `class` from `caller`'s budget, for a request that costs
+    /// more than the one [`Limiters::charge`] took (at most a burst; see
+    /// [`Limiters::check_n`]).
+    pub fn charge_more(&self, class: RouteClass, caller: &Caller, n: usize) -> Result<(), Limited> {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        self.check_n(class, caller.sub(), n)
+            .inspect_err(|_| self.count(class))
+    }
+
+    fn count(&self, class: RouteClass) {
+        if let Some(metrics) = &self.metrics {
+            metrics.rate_limited(class.name());
         }
     }
 
@@ -426,23 +420,5 @@ mod tests {
         assert_eq!(Budget::new(0, 10), None);
         assert_eq!(Budget::new(10, 0), None);
         assert!(Budget::new(1, 1).is_some());
-    }
-
-    #[test]
-    fn the_limited_problem_names_the_class_and_the_budget() {
-        let limited = Limited {
-            class: RouteClass::AdminWrites,
-            budget: DEFAULT_ADMIN_WRITES,
-            retry_after_secs: 2,
-        };
-        let ApiError::TooManyRequests {
-            detail,
-            retry_after_secs,
-        } = ApiError::from(limited)
-        else {
-            panic!("a 429");
-        };
-        assert_eq!(retry_after_secs, 2);
-        assert!(detail.contains("admin writes") && detail.contains("20 per second"));
     }
 }

@@ -1,0 +1,218 @@
+//! [`App::build`](super::App::build), one small step per part: the settings that must parse,
+//! metrics, the store and catalog, Redis, the caches, the stream hub, the call adapter.
+//! Anything that cannot be set up fails the start with what went wrong, before the gateway
+//! serves a request.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use super::{App, Following, StoreConfig};
+use crate::auth::{AdminRule, Verifier};
+use crate::bus::{ChangeBus, RedisBus};
+use crate::cache::redis::{SharedCache, SharedKey};
+use crate::config::{Secret, Settings};
+use crate::domain::model::Catalog;
+use crate::redis_link::RedisLink;
+use crate::service::access::AccessCache;
+use crate::service::impact::ImpactRuns;
+use crate::service::limits::{Limiters, RouteClass};
+use crate::service::{
+    CatalogService, CommandError, Commands, Decisions, Manifests, McpTools, RefreshLog, WriteError,
+};
+use crate::store::CatalogStore;
+use crate::store::observed::ObservedStore;
+use crate::stream::{HubLimits, StreamBudget, StreamHub};
+use crate::telemetry::Metrics;
+use crate::upstream::Upstream;
+
+/// Builds every part in dependency order.
+pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
+    // What can be refused without touching anything is checked first.
+    let admin_rule = AdminRule::new(&settings.admin_rule)?;
+    let seed = seed_catalog(settings)?;
+    let upstream = Upstream::new(settings.mcp.calls).context("setting up the upstream client")?;
+    let metrics = metrics(settings).await?;
+    let store = StoreConfig::from_settings(settings);
+    let redis = redis(settings)?;
+    let bus = redis
+        .as_ref()
+        .map(|link| RedisBus::start(Arc::clone(link)) as Arc<dyn ChangeBus>);
+    // Other instances' writes reach this one through the Redis bus or by polling the store; a
+    // gateway with neither is its store's only writer and has nothing to follow.
+    let poll = store.is_shared().then_some(settings.revision_poll);
+    let following = Following {
+        follows: bus.is_some() || poll.is_some(),
+        poll,
+    };
+    let store: Arc<dyn CatalogStore> = Arc::new(ObservedStore::new(
+        store.open().await?,
+        Arc::clone(&metrics),
+    ));
+    let catalog = Arc::new(
+        CatalogService::open_with_bus(store, bus)
+            .await
+            .context("loading the catalog")?,
+    );
+    let refresh_log = Arc::new(RefreshLog::default());
+    let commands = Arc::new(Commands::new(
+        Arc::clone(&catalog),
+        Arc::clone(&refresh_log),
+        Arc::clone(&metrics),
+    ));
+    if let Some(seed) = seed {
+        seed_if_empty(&commands, seed).await?;
+    }
+    let verifier = Verifier::new(settings.auth())
+        .await
+        .context("setting up token verification")?;
+    verifier.spawn_refresh();
+    let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics);
+    let hub = hub(settings, &manifests, &catalog);
+    let mcp_tools = McpTools::new(
+        Arc::clone(&decisions),
+        Arc::clone(&manifests),
+        upstream,
+        settings.mcp.page_size,
+    );
+    let limits = Limiters::new(settings.rate_limits).observed(Arc::clone(&metrics));
+    Ok(App {
+        catalog,
+        commands,
+        manifests,
+        decisions,
+        mcp_tools,
+        hub,
+        verifier,
+        admin_rule,
+        limits: Arc::new(limits),
+        impact_runs: ImpactRuns::default(),
+        refresh_log,
+        redis,
+        metrics,
+        issuer: settings.jwt_issuer.clone(),
+        following,
+    })
+}
+
+/// The seed catalog (`--seed`), read and normalised before anything is opened.
+fn seed_catalog(settings: &Settings) -> anyhow::Result<Option<Catalog>> {
+    let Some(path) = &settings.seed else {
+        return Ok(None);
+    };
+    let mut catalog = crate::catalog_file::parse_catalog_file(path)
+        .with_context(|| format!("reading the seed catalog {}", path.display()))?;
+    catalog.normalize();
+    Ok(Some(catalog))
+}
+
+/// This server's metrics. Building the OTLP exporter makes a blocking HTTP client: not on a
+/// runtime thread.
+async fn metrics(settings: &Settings) -> anyhow::Result<Arc<Metrics>> {
+    let otlp = settings.otlp();
+    let metrics = tokio::task::spawn_blocking(move || Metrics::new(otlp.as_ref()))
+        .await
+        .context("setting up metrics")??;
+    metrics.rate_limit_classes(&RouteClass::ALL.map(RouteClass::name));
+    Ok(Arc::new(metrics))
+}
+
+/// The Redis connection, when configured.
+fn redis(settings: &Settings) -> anyhow::Result<Option<Arc<RedisLink>>> {
+    settings
+        .redis_url
+        .as_ref()
+        .map(|url| {
+            RedisLink::open(url.expose())
+                .map(Arc::new)
+                .context("setting up the Redis connection")
+        })
+        .transpose()
+}
+
+/// The manifest and decision caches, over one cache of access decisions; manifests are
+/// shared through Redis when there is a key to authenticate them with.
+fn caches(
+    settings: &Settings,
+    redis: Option<&Arc<RedisLink>>,
+    admin_rule: &AdminRule,
+    metrics: &Arc<Metrics>,
+) -> (Arc<Manifests>, Arc<Decisions>) {
+    let hmac_secret = settings.jwt_secret.as_ref().map(Secret::expose);
+    let shared = redis.and_then(|link| {
+        let key = shared_key(settings.redis_secret.as_ref(), hmac_secret)?;
+        Some(Arc::new(SharedCache::new(Arc::clone(link), key)))
+    });
+    let budgets = settings.cache;
+    let access = Arc::new(AccessCache::new(budgets.access_bytes));
+    let manifests = Arc::new(Manifests::new(
+        Arc::clone(&access),
+        budgets.manifest_bytes,
+        shared,
+        admin_rule.paths(),
+        crate::service::seen::DEFAULT_CAPACITY,
+        Arc::clone(metrics),
+    ));
+    let decisions = Arc::new(Decisions::new(access, budgets.evaluation_bytes));
+    (manifests, decisions)
+}
+
+/// The one hub of every stream, SSE and MCP: one fan-out per revision, one byte budget over
+/// every queue, and a per-subject cap for each class of stream.
+fn hub(
+    settings: &Settings,
+    manifests: &Arc<Manifests>,
+    catalog: &Arc<CatalogService>,
+) -> Arc<StreamHub> {
+    StreamHub::new(
+        HubLimits {
+            per_subject: [
+                settings.max_streams_per_subject,
+                settings.mcp.sessions.per_subject,
+            ],
+            queue_bytes: settings.cache.stream_queue_bytes,
+        },
+        StreamBudget::new(settings.cache.stream_total_bytes),
+        Arc::clone(manifests),
+        Arc::clone(catalog),
+    )
+}
+
+/// Loads the seed catalog into an empty store (revision 0, nothing in it); otherwise leaves
+/// the store alone, so restarting with the same `--seed` never overwrites admin changes.
+async fn seed_if_empty(commands: &Commands, seed: Catalog) -> anyhow::Result<()> {
+    match commands.seed(seed).await {
+        Ok(Some(revision)) => {
+            tracing::info!(revision, "loaded the seed catalog");
+            Ok(())
+        }
+        Ok(None) => {
+            tracing::info!("the store is not empty; the seed is not loaded");
+            Ok(())
+        }
+        Err(CommandError::Write(WriteError::Invalid(errors))) => {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            anyhow::bail!("the seed catalog is invalid:\n  {}", lines.join("\n  "))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The key of shared access entries: from the Redis secret, else from the token secret. With
+/// neither there is nothing to authenticate entries with, and an entry that cannot be checked
+/// must never grant anything: decisions are then not shared (each instance evaluates claims
+/// itself, which costs microseconds, not correctness).
+fn shared_key(redis_secret: Option<&Secret>, hmac_secret: Option<&str>) -> Option<SharedKey> {
+    match (redis_secret, hmac_secret) {
+        (Some(secret), _) => Some(SharedKey::derive(secret.expose())),
+        (None, Some(secret)) => Some(SharedKey::derive(secret)),
+        (None, None) => {
+            tracing::warn!(
+                "Redis is configured but no TOOLGATE_REDIS_SECRET (nor TOOLGATE_JWT_SECRET) is \
+                 set: access decisions are not shared between instances, because entries could \
+                 not be authenticated; set the same TOOLGATE_REDIS_SECRET on every instance"
+            );
+            None
+        }
+    }
+}

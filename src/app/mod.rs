@@ -1,0 +1,117 @@
+//! The application: every service the transports use, built once from [`Settings`] by
+//! [`App::build`] (zero-to-production's `Application::build`), shared by every request as one
+//! `Arc`. Building opens the store, loads the catalog, connects Redis and sets up token
+//! verification; [`App::spawn_background`] starts what runs beside requests (fan-out to
+//! streams, periodic refreshes, following other instances, forgetting idle rate buckets).
+//!
+//! The transports (HTTP, SSE, MCP, decisions) hold an `Arc<App>` and only map: every rule of
+//! who may ask what is in [`crate::service`], every stream opens through [`crate::stream::open`].
+
+mod build;
+mod store;
+
+use std::sync::Arc;
+
+use crate::auth::{AdminRule, Verifier};
+use crate::config::Settings;
+use crate::redis_link::RedisLink;
+use crate::service::impact::ImpactRuns;
+use crate::service::limits::Limiters;
+use crate::service::{CatalogService, Commands, Decisions, Manifests, McpTools, RefreshLog};
+use crate::stream::StreamHub;
+use crate::telemetry::Metrics;
+
+pub use store::StoreConfig;
+
+/// Everything a request may use besides its transport's own settings.
+pub struct App {
+    /// The current snapshot, and the store behind it.
+    pub catalog: Arc<CatalogService>,
+    /// Every catalog write.
+    pub commands: Arc<Commands>,
+    /// The one resolver of manifests (and their caches).
+    pub manifests: Arc<Manifests>,
+    /// Decisions about single tools, from the same evaluation as manifests.
+    pub decisions: Arc<Decisions>,
+    /// MCP listings and calls.
+    pub mcp_tools: McpTools,
+    /// Every open stream (SSE and MCP), capped per subject by class.
+    pub hub: Arc<StreamHub>,
+    pub verifier: Verifier,
+    pub admin_rule: AdminRule,
+    /// Per-subject rate limits.
+    pub limits: Arc<Limiters>,
+    /// The impact previews running (`POST /admin/impact`), bounded.
+    pub impact_runs: ImpactRuns,
+    /// The last refresh of each source on this instance (`GET /admin/sources/{id}`).
+    pub refresh_log: Arc<RefreshLog>,
+    /// Redis, when configured: its health for `/readyz`.
+    pub redis: Option<Arc<RedisLink>>,
+    /// This server's metrics (`GET /metrics`, OTLP).
+    pub metrics: Arc<Metrics>,
+    /// The configured token issuer (named as authorization server by the MCP metadata).
+    pub issuer: Option<String>,
+    /// Whether other instances write to the store (so there is something to follow), and how
+    /// often to poll its revision.
+    following: Following,
+}
+
+/// How this instance learns of other instances' writes.
+#[derive(Debug, Clone, Copy)]
+struct Following {
+    /// Through the Redis bus or the store's revision: only instances sharing a store follow.
+    follows: bool,
+    /// Polling the store's revision, as a safety net under the bus (MongoDB only).
+    poll: Option<std::time::Duration>,
+}
+
+/// The work started beside requests; aborted when dropped or [`Background::stop`]ped.
+pub struct Background {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Ends every task and waits for them (they hold the store).
+    pub async fn stop(mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl App {
+    /// Builds the application from `settings`: see [`build`].
+    pub async fn build(settings: &Settings) -> anyhow::Result<App> {
+        build::app(settings).await
+    }
+
+    /// Starts the background work: fan-out of each revision to the streams, periodic refreshes
+    /// of sources, following other instances' writes, forgetting idle rate buckets.
+    pub fn spawn_background(&self) -> Background {
+        let mut tasks = vec![
+            self.hub.spawn(),
+            tokio::spawn(crate::service::periodic::run(
+                Arc::clone(&self.catalog),
+                Arc::clone(&self.commands),
+            )),
+            Limiters::spawn_forgetting(Arc::downgrade(&self.limits)),
+        ];
+        if self.following.follows {
+            tasks.push(crate::service::follow(
+                self.catalog.bus().as_ref(),
+                &self.catalog,
+                self.following.poll,
+            ));
+        }
+        Background { tasks }
+    }
+}
