@@ -91,9 +91,7 @@ impl Default for AdminRule {
 mod tests {
     use super::*;
 
-    fn claims(value: serde_json::Value) -> Claims {
-        value.as_object().expect("object").clone()
-    }
+    use crate::domain::claims::claims_of as claims;
 
     #[test]
     fn default_rule_accepts_exactly_admin_in_roles_or_realm_roles() {

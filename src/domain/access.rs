@@ -203,7 +203,7 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::domain::model::Catalog;
@@ -233,12 +233,7 @@ mod tests {
         Snapshot::compile(catalog, revision).expect("compiles")
     }
 
-    fn claims(value: Value) -> Claims {
-        match value {
-            Value::Object(map) => map,
-            other => panic!("claims are an object, not {other}"),
-        }
-    }
+    use crate::domain::claims::claims_of as claims;
 
     fn ids(manifest: &Manifest<'_>) -> Vec<String> {
         manifest.tool_ids().map(str::to_owned).collect()

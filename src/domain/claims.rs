@@ -17,6 +17,15 @@ use super::pattern::{Case, whole_regex};
 /// The verified JWT payload, every claim of it.
 pub type Claims = Map<String, Value>;
 
+/// Claims written as a JSON object in a test (`claims_of(json!({"sub": "a"}))`).
+#[cfg(test)]
+pub fn claims_of(value: Value) -> Claims {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("claims are an object, not {other}"),
+    }
+}
+
 /// Where a matcher looks in the claims: a dot path (`realm_access.roles`, `groups.0`) or, when
 /// it starts with `/`, an RFC 6901 JSON Pointer (`/https:~1~1example.com~1roles`).
 ///

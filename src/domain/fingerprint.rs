@@ -138,9 +138,7 @@ mod tests {
 
     use super::*;
 
-    fn claims(value: Value) -> Claims {
-        value.as_object().expect("object").clone()
-    }
+    use crate::domain::claims::claims_of as claims;
 
     fn paths(texts: &[&str]) -> Vec<ClaimPath> {
         let mut paths: Vec<ClaimPath> = texts

@@ -178,7 +178,15 @@ impl<'s> Manifest<'s> {
     /// Writes the response body of `GET /agents/tools`:
     /// `{"data":[…],"count":N,"revision":R,"etag":"…","warnings":[…]}`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"data\":[");
+        out.push(b'{');
+        self.write_members(out);
+        out.push(b'}');
+    }
+
+    /// The members of the body object, without its braces: for bodies that add members of
+    /// their own after them (an explained manifest).
+    pub fn write_members(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\"data\":[");
         for (i, entry) in self.entries.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -198,7 +206,7 @@ impl<'s> Manifest<'s> {
             }
             write_json_string(warning, out);
         }
-        out.extend_from_slice(b"]}");
+        out.push(b']');
     }
 
     /// The body as bytes; see [`Manifest::write_json`].
@@ -239,7 +247,8 @@ impl<'s> Manifest<'s> {
         out.push(b'}');
     }
 
-    fn estimated_json_len(&self) -> usize {
+    /// About how many bytes the body takes (to size its buffer once).
+    pub fn estimated_json_len(&self) -> usize {
         let entries: usize = self
             .entries
             .iter()

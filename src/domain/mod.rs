@@ -4,6 +4,21 @@
 //! Flow: a [`model::Catalog`] is [`validate::validate`]d, then compiled once per revision into a
 //! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request, and
 //! [`snapshot::Snapshot::evaluate`] each decision about single tools ([`verdict`]).
+//!
+//! Glossary, in the order a request meets them:
+//! - **Matched** ([`access::Matched`]): the policies whose matchers all hold for some claims,
+//!   at one revision. Depends on the claims only through the claims key
+//!   ([`fingerprint::Fingerprint`]), so it is cached per key.
+//! - **Decision** (`decide::Decision`): what the matched policies grant and deny, group by
+//!   group and tool by tool, at their priorities (SEMANTICS.md sections 3–4).
+//! - **Decided** ([`access::Decided`]): a `Matched` under request options; everything a
+//!   manifest or an evaluation is a function of, and the key of their caches and of the
+//!   stream fan-out.
+//! - **Evaluation** ([`verdict::Evaluation`]): the tools the manifest of a `Decided` lists, as
+//!   a bitset over the snapshot's tools, with the decision behind them; what single-tool
+//!   decisions and MCP listings read.
+//! - **Verdict** ([`verdict::Verdict`]): why one tool is or is not in an evaluation (granted,
+//!   denied, not granted, hidden, narrowed, unknown), for admins.
 
 pub mod access;
 pub mod claims;

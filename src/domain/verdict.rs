@@ -254,7 +254,7 @@ impl Snapshot {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::domain::model::Catalog;
@@ -290,9 +290,7 @@ mod tests {
         Snapshot::compile(catalog, 5).expect("compiles")
     }
 
-    fn claims(value: Value) -> Claims {
-        value.as_object().expect("claims are an object").clone()
-    }
+    use crate::domain::claims::claims_of as claims;
 
     fn deciding<'s>(policy_id: &'s str, priority: i64, group_ids: &[&'s str]) -> Deciding<'s> {
         Deciding {

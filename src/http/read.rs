@@ -62,8 +62,9 @@ pub fn with_explanation(
     manifest: &Manifest<'_>,
     explanation: &Explanation,
 ) -> Result<bytes::Bytes, ApiError> {
-    let mut body = manifest.to_json();
-    body.pop(); // the closing brace
+    let mut body = Vec::with_capacity(manifest.estimated_json_len() + 1024);
+    body.push(b'{');
+    manifest.write_members(&mut body);
     body.extend_from_slice(b",\"explanation\":");
     serde_json::to_writer(&mut body, explanation)
         .map_err(|error| ApiError::Internal(format!("cannot serialise an explanation: {error}")))?;

@@ -7,8 +7,7 @@
 //! refresh is one revision with one audit record. `tool-service` sources are not fetched:
 //! their tools are written by admins and checked by [`crate::domain::validate`].
 
-pub mod mcp;
-pub mod mcp_session;
+pub mod mcp_server;
 pub mod names;
 pub mod openapi;
 pub mod refresh;
@@ -170,7 +169,7 @@ async fn fetch_definitions(source: &Source) -> Result<Import, IngestError> {
             }
         }
         ImportConfig::Mcp { url, headers } => {
-            let tools = mcp::list_tools(&source.name, &url, &headers).await?;
+            let tools = mcp_server::list_tools(&source.name, &url, &headers).await?;
             Ok(Import {
                 tools,
                 issues: Vec::new(),

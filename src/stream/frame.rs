@@ -64,25 +64,33 @@ impl EventKind {
 /// A keep-alive comment.
 pub const PING: Bytes = Bytes::from_static(b": ping\n\n");
 
-/// `id: <id>\nevent: <name>\ndata: <data>\n\n`. An id with a line break is left out (it cannot
-/// happen with etags; it must not corrupt the stream if it ever did). Data with line breaks is
-/// split over several `data:` lines, which a client joins back with `\n`.
+/// `id: <id>\nevent: <name>\ndata: <data>\n\n`: an event of `GET /agents/tools/stream`.
+pub fn encode(kind: EventKind, id: Option<&str>, data: &[u8]) -> Bytes {
+    event(Some(kind.name()), id, data)
+}
+
+/// The one SSE encoder, for the manifest streams and the MCP notification streams (whose
+/// events have no name: `message`). An id with a line break is left out (it cannot happen
+/// with etags; it must not corrupt the stream if it ever did). Data with line breaks is split
+/// over several `data:` lines, which a client joins back with `\n`.
 ///
 /// The buffer is sized exactly before it is filled: a `Vec` that grows doubles its allocation,
 /// and `Bytes` keeps the whole allocation alive, so a 2.4 MB event that outgrew a guessed
 /// capacity by a few bytes pinned 4.8 MB in every queue it waited in, while queues count its
 /// length (issue 24, item 8).
-pub fn encode(kind: EventKind, id: Option<&str>, data: &[u8]) -> Bytes {
+pub fn event(name: Option<&'static str>, id: Option<&str>, data: &[u8]) -> Bytes {
     let id = id.filter(|id| !id.contains(['\n', '\r', '\0']));
-    let mut out = Vec::with_capacity(encoded_len(kind, id, data));
+    let mut out = Vec::with_capacity(encoded_len(name, id, data));
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         out.extend_from_slice(id.as_bytes());
         out.push(b'\n');
     }
-    out.extend_from_slice(b"event: ");
-    out.extend_from_slice(kind.name().as_bytes());
-    out.push(b'\n');
+    if let Some(name) = name {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'\n');
+    }
     for line in data.split(|&byte| byte == b'\n') {
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
@@ -93,11 +101,11 @@ pub fn encode(kind: EventKind, id: Option<&str>, data: &[u8]) -> Bytes {
     out.into()
 }
 
-/// The length of [`encode`]'s output: each line of `data` (split at `\n`, a `\r` before it
+/// The length of [`event`]'s output: each line of `data` (split at `\n`, a `\r` before it
 /// dropped) becomes `data: <line>\n`.
-fn encoded_len(kind: EventKind, id: Option<&str>, data: &[u8]) -> usize {
+fn encoded_len(name: Option<&str>, id: Option<&str>, data: &[u8]) -> usize {
     let id_line = id.map_or(0, |id| "id: ".len() + id.len() + 1);
-    let event_line = "event: ".len() + kind.name().len() + 1;
+    let event_line = name.map_or(0, |name| "event: ".len() + name.len() + 1);
     let mut data_lines = 0;
     for line in data.split(|&byte| byte == b'\n') {
         data_lines += "data: ".len() + line.strip_suffix(b"\r").unwrap_or(line).len() + 1;

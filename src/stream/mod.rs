@@ -1,4 +1,5 @@
-//! Live manifests: `GET /agents/tools/stream` subscriptions and the fan-out of catalog changes.
+//! Live manifests: every open stream (`GET /agents/tools/stream`, and the MCP notification
+//! streams) and the fan-out of catalog changes to them.
 //!
 //! [`hub::StreamHub`] groups open streams by (claims key, options) and turns each new revision
 //! into at most one encoded event per group; [`outbox::Outbox`] is one stream's queue, bounded

@@ -25,7 +25,7 @@
 //! the arguments or the result.
 
 pub mod arguments;
-mod mcp;
+mod mcp_server;
 mod openapi;
 mod pool;
 pub mod request;
@@ -173,7 +173,7 @@ pub struct Upstream {
     /// Built at start: a gateway whose client cannot be set up (its TLS setup failed) does not
     /// start, rather than failing every later call.
     client: reqwest::Client,
-    sessions: mcp::Sessions,
+    sessions: mcp_server::Sessions,
     documents: openapi::Documents,
     validators: ValidatorCache,
 }
@@ -191,7 +191,7 @@ impl Upstream {
         Ok(Upstream {
             limits,
             client,
-            sessions: mcp::Sessions::default(),
+            sessions: mcp_server::Sessions::default(),
             documents: openapi::Documents::default(),
             validators: ValidatorCache::default(),
         })
@@ -265,7 +265,9 @@ impl Upstream {
     ) -> CallResult {
         let client = &self.client;
         match source.source_type.as_str() {
-            "mcp" => mcp::call(&self.sessions, client, self.limits, source, tool, arguments).await,
+            "mcp" => {
+                mcp_server::call(&self.sessions, client, self.limits, source, tool, arguments).await
+            }
             "openapi" => {
                 let call = openapi::Call {
                     client,

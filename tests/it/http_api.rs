@@ -39,7 +39,11 @@ async fn gateway_with_demo() -> Gateway {
 
 #[tokio::test]
 async fn conformance_cases_hold_over_http() {
-    for suite in conformance::load_all() {
+    let suites = conformance::load_all();
+    assert!(!suites.is_empty(), "no conformance suites found");
+    let checks: usize = suites.iter().map(|suite| suite.checks.len()).sum();
+    assert!(checks > 0, "the conformance suites hold no checks");
+    for suite in suites {
         let gateway = Gateway::start().await;
         gateway.put_catalog(&suite.catalog).await;
         for check in &suite.checks {

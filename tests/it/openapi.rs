@@ -251,13 +251,21 @@ fn resolve<'d>(document: &'d Value, schema: &'d Value) -> &'d Value {
 /// Checks a real value against a schema, recursing through objects and arrays: every key is
 /// declared, every required key is present.
 fn assert_fits(document: &Value, schema: &Value, value: &Value, at: &str) {
+    if let Err(problem) = fits(document, schema, value, at) {
+        panic!("{problem}");
+    }
+}
+
+/// Whether `value` fits `schema`: its type and enum, every property declared (recursively),
+/// the required ones present, `allOf` all holding, `anyOf` one, `oneOf` exactly one.
+fn fits(document: &Value, schema: &Value, value: &Value, at: &str) -> Result<(), String> {
     let schema = resolve(document, schema);
     if let Some(parts) = schema["allOf"].as_array() {
         // Every part holds: checked as one object with all their properties and requirements.
         let mut merged = json!({"type": "object", "properties": {}, "required": []});
         for part in parts {
             let part = resolve(document, part);
-            assert_type(part, value, at);
+            fits_type(part, value, at)?;
             for (key, property) in part["properties"].as_object().into_iter().flatten() {
                 merged["properties"][key] = property.clone();
             }
@@ -268,44 +276,55 @@ fn assert_fits(document: &Value, schema: &Value, value: &Value, at: &str) {
                     .push(required.clone());
             }
         }
-        return assert_fits(document, &merged, value, at);
+        return fits(document, &merged, value, at);
     }
-    assert_type(schema, value, at);
-    if let Some(branches) = schema["oneOf"]
-        .as_array()
-        .or_else(|| schema["anyOf"].as_array())
-    {
-        // The value must fit one of the alternatives (checked by type; their fields below).
-        assert!(
-            branches
-                .iter()
-                .any(|branch| type_fits(resolve(document, branch), value)),
-            "{at}: {value} fits none of the alternatives"
-        );
-        return;
+    fits_type(schema, value, at)?;
+    if let Some(branches) = schema["oneOf"].as_array() {
+        let fitting = branches
+            .iter()
+            .filter(|branch| fits(document, branch, value, at).is_ok())
+            .count();
+        return match fitting {
+            1 => Ok(()),
+            0 => Err(format!("{at}: {value} fits none of the oneOf alternatives")),
+            n => Err(format!(
+                "{at}: {value} fits {n} oneOf alternatives, not exactly one"
+            )),
+        };
+    }
+    if let Some(branches) = schema["anyOf"].as_array() {
+        return if branches
+            .iter()
+            .any(|branch| fits(document, branch, value, at).is_ok())
+        {
+            Ok(())
+        } else {
+            Err(format!("{at}: {value} fits none of the anyOf alternatives"))
+        };
     }
     match value {
         Value::Object(fields) => {
             let Some(properties) = schema["properties"].as_object() else {
-                return; // a free-form object
+                return Ok(()); // a free-form object
             };
             for (key, field) in fields {
                 let declared = properties
                     .get(key)
-                    .unwrap_or_else(|| panic!("{at}.{key} is not in the schema"));
-                assert_fits(document, declared, field, &format!("{at}.{key}"));
+                    .ok_or_else(|| format!("{at}.{key} is not in the schema"))?;
+                fits(document, declared, field, &format!("{at}.{key}"))?;
             }
             for required in schema["required"].as_array().into_iter().flatten() {
                 let required = required.as_str().expect("name");
-                assert!(fields.contains_key(required), "{at}.{required} is missing");
+                if !fields.contains_key(required) {
+                    return Err(format!("{at}.{required} is missing"));
+                }
             }
+            Ok(())
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                assert_fits(document, &schema["items"], item, &format!("{at}[{i}]"));
-            }
-        }
-        _ => {}
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+            fits(document, &schema["items"], item, &format!("{at}[{i}]"))
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -332,17 +351,18 @@ fn type_fits(schema: &Value, value: &Value) -> bool {
     json_types(value).iter().any(|t| declared.contains(t))
 }
 
-fn assert_type(schema: &Value, value: &Value, at: &str) {
-    assert!(
-        type_fits(schema, value),
-        "{at}: {value} is not of the documented type {}",
-        schema["type"]
-    );
-    if let (Some(choices), Value::String(_)) = (schema["enum"].as_array(), value) {
-        assert!(
-            choices.contains(value),
-            "{at}: {value} is not one of {choices:?}"
-        );
+fn fits_type(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    if !type_fits(schema, value) {
+        return Err(format!(
+            "{at}: {value} is not of the documented type {}",
+            schema["type"]
+        ));
+    }
+    match (schema["enum"].as_array(), value) {
+        (Some(choices), Value::String(_)) if !choices.contains(value) => {
+            Err(format!("{at}: {value} is not one of {choices:?}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -591,4 +611,36 @@ async fn real_responses_fit_their_documented_schemas() {
     assert_eq!(unauthorized.status, StatusCode::UNAUTHORIZED);
     let schema = response_schema(&document, "/agents/tools", "get", 401);
     assert_fits(&document, schema, &unauthorized.json(), "401");
+}
+
+/// The schema checker itself can fail: a value fitting no `oneOf` alternative, or two, is
+/// refused, as is a required property left out or an undeclared one.
+#[test]
+fn the_schema_checker_refuses_what_does_not_fit() {
+    let document = json!({});
+    let one_of = json!({"oneOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]},
+    ]});
+    assert!(fits(&document, &one_of, &json!({"a": "x"}), "v").is_ok());
+    assert!(
+        fits(&document, &one_of, &json!({"a": 1}), "v").is_err(),
+        "none"
+    );
+    let overlapping = json!({"oneOf": [{"type": "string"}, {"type": ["string", "null"]}]});
+    assert!(
+        fits(&document, &overlapping, &json!("x"), "v").is_err(),
+        "two"
+    );
+    assert!(fits(&document, &overlapping, &Value::Null, "v").is_ok());
+    let object =
+        json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+    assert!(
+        fits(&document, &object, &json!({}), "v").is_err(),
+        "missing"
+    );
+    assert!(
+        fits(&document, &object, &json!({"a": "x", "z": 1}), "v").is_err(),
+        "undeclared"
+    );
 }

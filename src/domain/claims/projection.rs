@@ -44,12 +44,7 @@ mod tests {
 
     use super::*;
 
-    fn claims(value: Value) -> Claims {
-        match value {
-            Value::Object(map) => map,
-            _ => unreachable!("claims are objects"),
-        }
-    }
+    use crate::domain::claims::claims_of as claims;
 
     fn paths(texts: &[&str]) -> Vec<ClaimPath> {
         texts

@@ -49,7 +49,11 @@ pub const SEARCH_RESOURCE: &str = "/access/v1/search/resource";
 pub const CONFIGURATION: &str = "/.well-known/authzen-configuration";
 
 /// The `endpoint` label of the decision metrics, per route.
-pub const DECISION_ENDPOINTS: [&str; 2] = ["evaluation", "evaluations"];
+pub const DECISION_ENDPOINTS: [&str; 2] = [EVALUATION_LABEL, EVALUATIONS_LABEL];
+/// The metric label of `POST /access/v1/evaluation`.
+const EVALUATION_LABEL: &str = "evaluation";
+/// The metric label of `POST /access/v1/evaluations`.
+const EVALUATIONS_LABEL: &str = "evaluations";
 const SEARCH_ENDPOINT: &str = "search_resource";
 
 /// Results on a search page when the request sets no `page.limit`.
@@ -82,7 +86,7 @@ async fn evaluation(
     let started = Instant::now();
     state.app.limits.charge(RouteClass::Decisions, &agent)?;
     let parts = request::single(&body)?;
-    let (answer, revision) = decide_one(&state, &agent, &parts, DECISION_ENDPOINTS[0], started)?;
+    let (answer, revision) = decide_one(&state, &agent, &parts, EVALUATION_LABEL, started)?;
     let status = match state.http.authz_deny_status {
         Some(status) if !answer.permitted => status,
         _ => StatusCode::OK,
@@ -120,20 +124,15 @@ async fn evaluations(
     state.app.limits.charge(RouteClass::Decisions, &agent)?;
     let batch = request::batch(&body)?;
     if batch.items.is_empty() {
-        let (answer, revision) = decide_one(
-            &state,
-            &agent,
-            &batch.defaults,
-            DECISION_ENDPOINTS[1],
-            started,
-        )?;
+        let (answer, revision) =
+            decide_one(&state, &agent, &batch.defaults, EVALUATIONS_LABEL, started)?;
         return Ok(no_store(
             Json(Decision::new(answer, revision)).into_response(),
         ));
     }
     let items = request::complete(&batch)?;
     let (answers, revision) = decide(&state, &agent, &items, batch.semantic)?;
-    record(&state, DECISION_ENDPOINTS[1], &answers, started);
+    record(&state, EVALUATIONS_LABEL, &answers, started);
     let evaluations = answers
         .into_iter()
         .map(|answer| Decision::new(answer, revision))

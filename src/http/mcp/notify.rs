@@ -11,6 +11,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use super::jsonrpc;
+use crate::stream::frame;
 use crate::stream::{Notice, Watch};
 use crate::telemetry::Metrics;
 
@@ -34,33 +35,15 @@ pub fn list_changed(etag: &str, params: Option<serde_json::Value>) -> Bytes {
     event(Some(etag), &message)
 }
 
-/// One SSE `message` event. An id with a line break is left out (ids are etags the gateway
-/// made; this only guards the framing).
+/// One SSE `message` event ([`frame::event`], the one encoder).
 pub fn event(id: Option<&str>, data: &[u8]) -> Bytes {
-    let id = id.filter(|id| !id.contains(['\n', '\r', '\0']));
-    // Sized exactly: a grown `Vec` would double, and `Bytes` would keep the doubled allocation
-    // in every queue the event waits in.
-    let id_line = id.map_or(0, |id| "id: ".len() + id.len() + 1);
-    let mut out = Vec::with_capacity(id_line + "data: ".len() + data.len() + 2);
-    if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(id.as_bytes());
-        out.push(b'\n');
-    }
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(data); // serde_json never writes a raw line break
-    out.extend_from_slice(b"\n\n");
-    out.into()
+    frame::event(None, id, data)
 }
 
 /// A priming event: the current etag as id and empty data, so that even a client that never
 /// hears a notice can resume from where it started (2025-11-25).
 pub fn priming(etag: &str) -> Bytes {
-    let mut out = Vec::with_capacity(etag.len() + 16);
-    out.extend_from_slice(b"id: ");
-    out.extend_from_slice(etag.as_bytes());
-    out.extend_from_slice(b"\ndata: \n\n");
-    out.into()
+    frame::event(None, Some(etag), b"")
 }
 
 /// The stream: `framing.opening`, then one event per notice (`list_changed` for a change and,

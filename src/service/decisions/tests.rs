@@ -1,7 +1,7 @@
 //! The decision service: membership in the manifest, one evaluation per subject and scope,
 //! semantics, reasons, search pages.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::*;
 use crate::domain::model::Catalog;
@@ -33,9 +33,7 @@ fn snapshot(revision: u64) -> Snapshot {
     Snapshot::compile(catalog, revision).expect("compiles")
 }
 
-fn claims(value: Value) -> Claims {
-    value.as_object().expect("an object").clone()
-}
+use crate::domain::claims::claims_of as claims;
 
 fn ask<'q>(claims: &'q Claims, scope: &'q Scope, tool_id: &'q str) -> Question<'q> {
     Question {

@@ -7,7 +7,6 @@ mod manifest;
 
 use serde_json::{Value, json};
 
-use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::model::Catalog;
 use crate::domain::snapshot::Snapshot;
@@ -47,9 +46,7 @@ fn catalog(groups: Value, policies: Value) -> Catalog {
     catalog
 }
 
-fn claims(value: Value) -> Claims {
-    value.as_object().expect("claims are an object").clone()
-}
+use crate::domain::claims::claims_of as claims;
 
 fn ids(snapshot: &Snapshot, claims_value: Value, options: &ManifestOptions) -> Vec<String> {
     snapshot

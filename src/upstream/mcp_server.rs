@@ -19,7 +19,7 @@ use super::pool::Pool;
 use super::{CallLimits, CallOutcome, CallResult};
 use crate::domain::model::{Source, Tool};
 use crate::domain::source_config::{self, ImportConfig};
-use crate::ingest::mcp_session::{McpError, McpReply, McpSession};
+use crate::ingest::mcp_server::{McpError, McpReply, McpSession};
 
 /// Sources whose sessions are kept open at once.
 pub const MAX_SESSIONS: usize = 256;

@@ -20,10 +20,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::mcp_session::{McpError, McpSession};
-use super::{FETCH_TIMEOUT, ImportedTool, IngestError, MAX_FETCH_BYTES, client};
+mod session;
 
-pub use super::mcp_session::PROTOCOL_VERSION;
+pub use session::{McpError, McpReply, McpSession};
+
+use crate::ingest::{FETCH_TIMEOUT, ImportedTool, IngestError, MAX_FETCH_BYTES, client};
+
+pub use session::PROTOCOL_VERSION;
 
 /// The most `tools/list` pages followed (a server that keeps returning cursors is cut off).
 const MAX_PAGES: usize = 100;
@@ -99,7 +102,7 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
     Ok(ImportedTool {
         operation_id: name.to_owned(),
         name: name.to_owned(),
-        title: super::title(
+        title: crate::ingest::title(
             tool.get("title")
                 .or_else(|| tool.pointer("/annotations/title"))
                 .and_then(Value::as_str),

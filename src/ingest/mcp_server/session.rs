@@ -1,5 +1,5 @@
 //! A client session with a remote MCP server over Streamable HTTP: the one MCP client of the
-//! house, used by the importer (`tools/list`, [`super::mcp`]) and by the call adapter
+//! house, used by the importer (`tools/list`, [`super`]) and by the call adapter
 //! (`tools/call`, `crate::upstream`).
 //!
 //! [`McpSession::initialize`] does the handshake (JSON-RPC `initialize`, then the
@@ -20,7 +20,7 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::why;
+use crate::ingest::why;
 
 /// The protocol version offered in `initialize`; the server may answer with another one it
 /// supports, which is then sent as `MCP-Protocol-Version`.
