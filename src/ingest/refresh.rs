@@ -286,7 +286,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(counts(&s), [0, 0, 0, 1, 1]);
-        assert!(!s.changed() || s.restored == 1);
+        assert!(s.changed(), "restoring a deprecated tool is a change");
+        assert!(
+            !c.tools.iter().find(|t| t.id == "s:b").unwrap().deprecated,
+            "the restored tool is no longer deprecated"
+        );
         let s = apply(
             &mut c,
             "s",

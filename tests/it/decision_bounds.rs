@@ -33,10 +33,7 @@ async fn gateway_with(rate_limits: RateLimits) -> (Gateway, tempfile::TempDir) {
     let mut config = config(dir.path(), hs_settings());
     config.rate_limits = rate_limits;
     let gateway = Gateway::start_with(config).await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     (gateway, dir)
 }
 

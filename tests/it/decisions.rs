@@ -52,16 +52,8 @@ fn catalog() -> Value {
 
 async fn gateway() -> Gateway {
     let gateway = Gateway::start().await;
-    put_catalog(&gateway, catalog()).await;
+    gateway.put_catalog(catalog()).await;
     gateway
-}
-
-async fn put_catalog(gateway: &Gateway, catalog: Value) -> u64 {
-    let reply = gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
-        .await
-        .expect(StatusCode::OK);
-    reply.json()["revision"].as_u64().expect("revision")
 }
 
 fn reader() -> String {
@@ -524,14 +516,14 @@ async fn a_search_pages_through_exactly_the_manifest() {
                    "enabled": i != 4})
         })
         .collect();
-    put_catalog(
-        &gateway,
-        json!({"sources": [{"id": "svc", "name": "svc", "type": "manual"}], "tools": tools,
+    gateway
+        .put_catalog(
+            json!({"sources": [{"id": "svc", "name": "svc", "type": "manual"}], "tools": tools,
                "groups": [{"id": "g-get", "name": "get", "selectors": [{"method_pattern": "GET"}]}],
                "policies": [{"id": "p", "name": "p", "allowed_group_ids": ["g-get"],
                              "claim_matchers": [{"json_path": "sub", "operator": "exists"}]}]}),
-    )
-    .await;
+        )
+        .await;
     let token = Gateway::token(json!({"sub": "agent"}));
     let (expected, _) = listed(&gateway, &token, "").await;
     assert_eq!(expected.len(), 14);
@@ -688,7 +680,7 @@ async fn a_configured_deny_status_answers_single_denies_with_it() {
     let mut config = config(dir.path(), hs_settings());
     config.authz_deny_status = Some(403);
     let gateway = Gateway::start_with(config).await;
-    put_catalog(&gateway, catalog()).await;
+    gateway.put_catalog(catalog()).await;
     let deny = post(
         &gateway,
         EVALUATION,
@@ -726,7 +718,7 @@ async fn decision_requests_spend_the_decisions_budget() {
         ..RateLimits::default()
     };
     let gateway = Gateway::start_with(config).await;
-    put_catalog(&gateway, catalog()).await;
+    gateway.put_catalog(catalog()).await;
     for path in [EVALUATION, EVALUATIONS] {
         post(&gateway, path, &reader(), ask("billing:refund", json!({})))
             .await

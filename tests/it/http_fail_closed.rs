@@ -34,10 +34,7 @@ fn catalog() -> Value {
 
 async fn gateway() -> Gateway {
     let gateway = Gateway::start().await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     gateway
 }
 
@@ -200,10 +197,7 @@ async fn grant_selector_with(gateway: &Gateway, extra: &[&str], selector: Value)
     }
     catalog["groups"] = json!([{"id": "g-sel", "name": "selected", "selectors": [selector]}]);
     catalog["policies"][0]["allowed_group_ids"] = json!(["g-sel"]);
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog).await;
     gateway
         .tool_ids(json!({"sub": "a", "roles": ["agent"]}), "")
         .await

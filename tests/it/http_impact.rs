@@ -30,10 +30,7 @@ fn catalog() -> Value {
 
 async fn gateway() -> Gateway {
     let gateway = Gateway::start().await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     gateway
 }
 
@@ -442,10 +439,7 @@ async fn the_answer_lists_at_most_its_room_of_tool_ids_and_says_what_it_cut() {
         "policies": [{"id": "p-staff", "name": "staff", "allowed_group_ids": ["g-all"],
             "claim_matchers": [{"json_path": "roles", "operator": "contains", "value": "staff"}]}]
     });
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog).await;
     let claims_sets: Vec<Value> = (0..250)
         .map(|i| json!({"roles": ["staff"], "n": i}))
         .collect();

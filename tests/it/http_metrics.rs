@@ -294,10 +294,7 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
 #[tokio::test]
 async fn increments_between_two_scrapes_are_exact() {
     let gateway = Gateway::start().await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     let token = reader("bob");
     gateway
         .get("/agents/tools", &token)

@@ -60,10 +60,7 @@ fn assert_limited(reply: &support::gateway::Reply, class_words: &str) {
 async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
     let (gateway, _dir) = limited_gateway().await;
     // One admin write (of the burst of 3) to set the catalog up.
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     let alice = reader("alice");
     for _ in 0..BURST {
         gateway
@@ -119,10 +116,7 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
 #[tokio::test]
 async fn stream_opens_have_their_own_budget() {
     let (gateway, _dir) = limited_gateway().await;
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     let carol = reader("carol");
     let mut streams = Vec::new();
     for _ in 0..BURST {

@@ -32,10 +32,7 @@ fn catalog() -> Value {
 }
 
 async fn seeded(gateway: Gateway) -> Gateway {
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog()))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog()).await;
     gateway
 }
 

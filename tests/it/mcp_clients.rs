@@ -46,10 +46,7 @@ fn staff_narrowed(reader_groups: Value) -> Value {
 }
 
 async fn put(gateway: &Gateway, catalog: Value) {
-    gateway
-        .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
-        .await
-        .expect(StatusCode::OK);
+    gateway.put_catalog(catalog).await;
 }
 
 async fn rest_ids(gateway: &Gateway, token: &str) -> Vec<String> {

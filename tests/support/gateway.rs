@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use toolgate::auth::{AuthSettings, mint_hs256};
 use toolgate::config::{Secret, Settings};
-use toolgate::domain::model::Catalog;
 use toolgate::server::{Running, start};
 
 pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
@@ -202,8 +201,9 @@ impl Gateway {
             .await
     }
 
-    /// Replaces the catalog and asserts it was accepted.
-    pub async fn put_catalog(&self, catalog: &Catalog) -> u64 {
+    /// Replaces the catalog (a [`Catalog`] or its JSON) and asserts it was accepted; the new
+    /// revision.
+    pub async fn put_catalog(&self, catalog: impl serde::Serialize) -> u64 {
         let reply = self
             .admin_send(
                 Method::PUT,

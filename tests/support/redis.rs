@@ -6,8 +6,6 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use reqwest::{Method, StatusCode};
-
 use super::gateway::{Gateway, config, hs_settings};
 
 pub struct RedisServer {
@@ -107,10 +105,7 @@ impl RedisServer {
         config.redis_url = Some(toolgate::config::Secret::new(self.url.clone()));
         config.revision_poll = Duration::from_millis(200);
         let gateway = Gateway::start_with(config).await;
-        gateway
-            .admin_send(Method::PUT, "/admin/catalog", Some(catalog))
-            .await
-            .expect(StatusCode::OK);
+        gateway.put_catalog(catalog).await;
         (gateway, dir)
     }
 }
