@@ -47,4 +47,5 @@ mod redis_shared;
 mod serve_binary;
 mod store_embedded;
 mod store_mongo;
+mod stream_expiry;
 mod upstream_calls;
