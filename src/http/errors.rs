@@ -291,7 +291,7 @@ impl From<WriteError> for ApiError {
                 ApiError::Conflict("the change conflicts with the catalog".to_owned(), errors)
             }
             WriteError::Invalid(errors) => ApiError::Invalid(errors),
-            WriteError::Conflict(detail, errors) => ApiError::Conflict(detail, errors),
+            WriteError::Conflict { reason, in_the_way } => ApiError::Conflict(reason, in_the_way),
             WriteError::Contended => ApiError::Conflict(error.to_string(), Vec::new()),
             WriteError::PreconditionFailed { .. } => {
                 ApiError::PreconditionFailed(error.to_string())

@@ -124,9 +124,13 @@ pub enum WriteError {
     /// The resulting catalog would be invalid (422) or conflicting (409).
     #[error("the change would make the catalog invalid")]
     Invalid(Vec<FieldError>),
-    /// The request itself conflicts (an id that is already taken, an entity still in use).
-    #[error("{0}")]
-    Conflict(String, Vec<FieldError>),
+    /// The request itself conflicts (an id that is already taken, an entity still in use):
+    /// what conflicts, and the fields of other entities that are in the way.
+    #[error("{reason}")]
+    Conflict {
+        reason: String,
+        in_the_way: Vec<FieldError>,
+    },
     /// Other writers kept winning the race.
     #[error("the catalog kept changing concurrently; try again")]
     Contended,

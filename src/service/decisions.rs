@@ -29,10 +29,50 @@ use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
 use crate::domain::verdict::{Deciding, Evaluation, Verdict};
 
-/// The one action decided: calling a tool.
-pub const CALL: &str = "call";
-/// The one resource type decided.
-pub const TOOL: &str = "tool";
+/// The actions decided (AuthZEN `action.name`): calling a tool, and nothing else. Any other
+/// name is a question answered "no" with the reason `unsupported_action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Call,
+}
+
+impl Action {
+    /// The action named `name`, if it is one toolgate decides.
+    pub fn parse(name: &str) -> Option<Action> {
+        (name == Action::Call.as_str()).then_some(Action::Call)
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::Call => "call",
+        }
+    }
+}
+
+/// The resource types decided (AuthZEN `resource.type`): tools. Any other type is answered
+/// "no" with the reason `unsupported_resource_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceType {
+    Tool,
+}
+
+impl ResourceType {
+    /// The type named `name`, if it is one toolgate decides.
+    pub fn parse(name: &str) -> Option<ResourceType> {
+        (name == ResourceType::Tool.as_str()).then_some(ResourceType::Tool)
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResourceType::Tool => "tool",
+        }
+    }
+}
+
+/// The one action decided, as named on the wire.
+pub const CALL: &str = Action::Call.as_str();
+/// The one resource type decided, as named on the wire.
+pub const TOOL: &str = ResourceType::Tool.as_str();
 
 /// The narrowing a decision takes from its context: the `state` and `group` options of
 /// `GET /agents/tools`, with their meaning (SEMANTICS.md section 6). Hidden tools are never
@@ -55,6 +95,11 @@ impl Scope {
             ..ManifestOptions::default()
         }
     }
+}
+
+/// Whether toolgate decides `action` on resources of `resource_type` (calling tools).
+pub fn decided(action: &str, resource_type: &str) -> bool {
+    Action::parse(action).is_some() && ResourceType::parse(resource_type).is_some()
 }
 
 /// One question: may `claims` do `action` on the resource `resource_type`/`tool_id` in `scope`?
@@ -282,7 +327,7 @@ fn policy_words(verb: &str, by: &Deciding<'_>) -> String {
 /// `tool`, with its reason when `explain`.
 fn unsupported(question: &Question<'_>, explain: bool) -> Answer {
     let reason = || {
-        if question.action != CALL {
+        if Action::parse(question.action).is_none() {
             Reason::plain(
                 ReasonCode::UnsupportedAction,
                 format!(
@@ -420,7 +465,7 @@ impl Decisions {
 
     /// One page of the tools `search.claims` may call in its scope, ascending by id.
     pub fn search(&self, snapshot: &Snapshot, search: &Search<'_>) -> Found {
-        if search.action != CALL || search.resource_type != TOOL {
+        if !decided(search.action, search.resource_type) {
             return Found {
                 tool_ids: Vec::new(),
                 more: false,

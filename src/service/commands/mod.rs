@@ -486,10 +486,10 @@ fn not_found<E: CatalogEntity>(id: &str) -> WriteError {
 }
 
 fn already_exists<E: CatalogEntity>(id: &str) -> WriteError {
-    WriteError::Conflict(
-        format!("a {} with id '{id}' already exists", E::KIND.noun()),
-        Vec::new(),
-    )
+    WriteError::Conflict {
+        reason: format!("a {} with id '{id}' already exists", E::KIND.noun()),
+        in_the_way: Vec::new(),
+    }
 }
 
 /// RFC 7396 JSON merge patch: objects merge recursively, `null` removes, anything else replaces.

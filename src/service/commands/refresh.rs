@@ -98,8 +98,12 @@ pub fn apply_import(
     import: &Import,
     stamp: &Stamp,
 ) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
-    let summary = refresh::apply(catalog, source_id, import, stamp)
-        .map_err(|error| WriteError::Conflict(error.to_string(), Vec::new()))?;
+    let summary = refresh::apply(catalog, source_id, import, stamp).map_err(|error| {
+        WriteError::Conflict {
+            reason: error.to_string(),
+            in_the_way: Vec::new(),
+        }
+    })?;
     let notes = if summary.changed() {
         vec![AuditNote {
             action: AuditAction::Refresh,

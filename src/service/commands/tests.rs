@@ -59,7 +59,7 @@ fn a_create_of_a_taken_id_is_a_conflict() {
     let mut catalog = catalog();
     let error = apply_create(&mut catalog, &label("pii"), None, &stamp("bob"))
         .expect_err("the id is taken");
-    assert!(matches!(error, WriteError::Conflict(..)), "{error:?}");
+    assert!(matches!(error, WriteError::Conflict { .. }), "{error:?}");
 }
 
 #[test]
@@ -119,9 +119,9 @@ fn a_label_a_selector_requires_and_a_group_a_policy_names_cannot_be_deleted() {
     let mut catalog = catalog();
     let before = catalog.clone();
     let label = apply_delete::<Label>(&mut catalog, "pii").expect_err("in use");
-    assert!(matches!(label, WriteError::Conflict(..)), "{label:?}");
+    assert!(matches!(label, WriteError::Conflict { .. }), "{label:?}");
     let group = apply_delete::<ToolGroup>(&mut catalog, "g").expect_err("in use");
-    assert!(matches!(group, WriteError::Conflict(..)), "{group:?}");
+    assert!(matches!(group, WriteError::Conflict { .. }), "{group:?}");
     assert_eq!(catalog, before, "a refused delete changes nothing");
 }
 

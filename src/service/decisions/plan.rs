@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::{CALL, Question, Scope, TOOL};
+use super::{Question, Scope, decided};
 use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::snapshot::Snapshot;
@@ -40,7 +40,7 @@ impl<'q> Plan<'q> {
         let needs = questions
             .iter()
             .map(|question| {
-                if question.action != CALL || question.resource_type != TOOL {
+                if !decided(question.action, question.resource_type) {
                     return None;
                 }
                 let claims = question.claims;

@@ -293,10 +293,10 @@ impl CatalogEntity for Label {
             }
         }
         if !in_use.is_empty() {
-            return Err(WriteError::Conflict(
-                format!("label '{id}' is required by group selectors; change them first"),
-                in_use,
-            ));
+            return Err(WriteError::Conflict {
+                reason: format!("label '{id}' is required by group selectors; change them first"),
+                in_the_way: in_use,
+            });
         }
         for tool in &mut catalog.tools {
             tool.label_ids.retain(|l| l != id);
@@ -351,10 +351,10 @@ impl CatalogEntity for ToolGroup {
         if in_use.is_empty() {
             Ok(())
         } else {
-            Err(WriteError::Conflict(
-                format!("group '{id}' is named by access policies; change them first"),
-                in_use,
-            ))
+            Err(WriteError::Conflict {
+                reason: format!("group '{id}' is named by access policies; change them first"),
+                in_the_way: in_use,
+            })
         }
     }
 }
