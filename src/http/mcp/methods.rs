@@ -13,7 +13,7 @@ use super::jsonrpc::{self, Id, RpcError};
 use super::notify::{self, Framing};
 use super::stateless;
 use super::version::Version;
-use super::{Context, json_response, options};
+use super::{Context, json_response, options, params};
 use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::service::limits::RouteClass;
@@ -111,16 +111,28 @@ pub async fn answer(
     let known = Method::parse(method);
     let reply = match (known, context.version.is_stateless()) {
         // 2026-07-28 has no initialize: a stateless one is a method this revision lacks.
-        (Method::Initialize, false) => {
-            let (reply, session) = initialize(state, agent, &params);
-            created_session = session;
-            reply
-        }
+        (Method::Initialize, false) => match params::parse(params) {
+            Ok(params) => {
+                let (reply, session) = initialize(state, agent, &params);
+                created_session = session;
+                reply
+            }
+            Err(error) => Reply::Error(error),
+        },
         (Method::Ping, false) => Reply::Result(json!({})),
-        (Method::ToolsList, _) => tools_list(state, agent, &context, &params),
-        (Method::ToolsCall, _) => tools_call(state, agent, &context, &params).await,
+        (Method::ToolsList, _) => match params::parse(params) {
+            Ok(params) => tools_list(state, agent, &context, params),
+            Err(error) => Reply::Error(error),
+        },
+        (Method::ToolsCall, _) => match params::parse(params) {
+            Ok(params) => tools_call(state, agent, &context, params).await,
+            Err(error) => Reply::Error(error),
+        },
         (Method::ServerDiscover, true) => Reply::Result(discover()),
-        (Method::SubscriptionsListen, true) => listen(state, agent, &context, &id, &params).await,
+        (Method::SubscriptionsListen, true) => match params::parse(params) {
+            Ok(params) => listen(state, agent, &context, &id, params).await,
+            Err(error) => Reply::Error(error),
+        },
         _ => Reply::Error(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!(
@@ -194,17 +206,9 @@ fn tools_response(id: &Id, tools: &[u8], rest: &Map<String, Value>) -> Vec<u8> {
 fn initialize(
     state: &AppState,
     agent: &Caller,
-    params: &Map<String, Value>,
+    params: &params::Initialize,
 ) -> (Reply, Option<String>) {
-    let Some(asked) = params.get("protocolVersion").and_then(Value::as_str) else {
-        return (
-            Reply::Error(RpcError::invalid_params(
-                "params.protocolVersion: required (the revision the client speaks)",
-            )),
-            None,
-        );
-    };
-    let version = Version::parse(asked)
+    let version = Version::parse(&params.protocol_version)
         .filter(|version| !version.is_stateless())
         .unwrap_or(Version::NEWEST_WITH_SESSIONS);
     let (id, _created) = state.mcp.sessions.create(&agent.identity(), version);
@@ -235,9 +239,8 @@ fn discover() -> Value {
 fn request_options(
     agent: &Caller,
     context: &Context,
-    params: &Map<String, Value>,
+    meta: Option<&Map<String, Value>>,
 ) -> Result<crate::domain::manifest::ManifestOptions, RpcError> {
-    let meta = params.get("_meta").and_then(Value::as_object);
     let options = options::with_meta(&context.options, meta)?;
     let read = ReadRequest::of(options);
     read.authorize(agent)
@@ -249,22 +252,16 @@ fn tools_list(
     state: &AppState,
     agent: &Caller,
     context: &Context,
-    params: &Map<String, Value>,
+    params: params::ToolsList,
 ) -> Reply {
     if let Err(limited) = state.app.limits.charge(RouteClass::AgentReads, agent) {
         return Reply::Http(ApiError::from(limited).into_response());
     }
-    let options = match request_options(agent, context, params) {
+    let options = match request_options(agent, context, params.meta.as_ref()) {
         Ok(options) => options,
         Err(error) => return Reply::Error(error),
     };
-    let cursor = match params.get("cursor") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(cursor)) => Some(cursor.as_str()),
-        Some(_) => {
-            return Reply::Error(RpcError::invalid_params("params.cursor: must be a string"));
-        }
-    };
+    let cursor = params.cursor.as_deref();
     let snapshot = state.app.catalog.snapshot();
     let page = match state
         .app
@@ -300,28 +297,16 @@ async fn tools_call(
     state: &AppState,
     agent: &Caller,
     context: &Context,
-    params: &Map<String, Value>,
+    params: params::ToolsCall,
 ) -> Reply {
     let started = Instant::now();
     if let Err(limited) = state.app.limits.charge(RouteClass::ToolCalls, agent) {
         return Reply::Http(ApiError::from(limited).into_response());
     }
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return Reply::Error(RpcError::invalid_params(
-            "params.name: required, the name of the tool to call",
-        ));
-    };
-    let empty = Map::new();
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(arguments)) => arguments,
-        Some(_) => {
-            return Reply::Error(RpcError::invalid_params(
-                "params.arguments: must be an object",
-            ));
-        }
-    };
-    let options = match request_options(agent, context, params) {
+    let name = params.name.as_str();
+    let arguments = params.arguments.unwrap_or_default();
+    let arguments = &arguments;
+    let options = match request_options(agent, context, params.meta.as_ref()) {
         Ok(options) => options,
         Err(error) => return Reply::Error(error),
     };
@@ -361,15 +346,10 @@ async fn listen(
     agent: &Caller,
     context: &Context,
     id: &Id,
-    params: &Map<String, Value>,
+    params: params::Listen,
 ) -> Reply {
-    let Some(asked) = params.get("notifications").and_then(Value::as_object) else {
-        return Reply::Error(RpcError::invalid_params(
-            "params.notifications: required, the notifications to receive (e.g. \
-             {\"toolsListChanged\": true})",
-        ));
-    };
-    let options = match request_options(agent, context, params) {
+    let asked = &params.notifications;
+    let options = match request_options(agent, context, params.meta.as_ref()) {
         Ok(options) => options,
         Err(error) => return Reply::Error(error),
     };

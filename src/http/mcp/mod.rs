@@ -22,6 +22,7 @@ mod metadata;
 mod methods;
 mod notify;
 mod options;
+mod params;
 pub mod session;
 mod stateless;
 pub mod version;
