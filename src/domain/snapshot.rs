@@ -116,138 +116,22 @@ impl Snapshot {
         revision: u64,
         workers: &dyn Workers,
     ) -> Result<Snapshot, CompileError> {
-        // Tools in id order; of tools sharing an id, the first. (A catalog read from a store
-        // is usually in id order already, which the sort notices in one pass.)
-        let mut order: Vec<(&str, usize)> = catalog
-            .tools
-            .iter()
-            .enumerate()
-            .map(|(position, tool)| (tool.id.as_str(), position))
-            .collect();
-        order.sort_by(|a, b| a.0.cmp(b.0));
-        order.dedup_by(|a, b| a.0 == b.0);
-
-        let sources: HashMap<&str, &super::model::Source> = catalog
-            .sources
-            .iter()
-            .map(|source| (source.id.as_str(), source))
-            .collect();
-
-        // One pass over the tools fills everything that needs their fields (see
-        // `SelectionIndex::add` for why one).
-        let tool_count = order.len();
-        let mut tools = Vec::with_capacity(tool_count);
-        let mut visible = FixedBitSet::with_capacity(tool_count);
-        let mut selection = SelectionIndex::with_capacity(tool_count);
-        for (index, &(_, position)) in order.iter().enumerate() {
-            let tool = &catalog.tools[position];
-            let source = sources.get(tool.source_id.as_str());
-            let source_enabled = source.is_some_and(|source| source.enabled);
-            visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
-            selection.add(index, tool, source.map(|source| source.name.as_str()));
-            tools.push(CompiledTool {
-                id: tool.id.clone(),
-                name: tool.name.clone(),
-                available_in_states: tool.available_in_states.clone(),
-                enabled: tool.enabled,
-                deprecated: tool.deprecated,
-                catalog_position: position,
-                entry: OnceLock::new(),
-            });
-        }
+        let order = tool_order(&catalog);
+        let ToolPass {
+            tools,
+            visible,
+            mut selection,
+        } = ToolPass::over(&catalog, &order);
         selection.prepare(&catalog.groups, workers);
         let tool_ids: HashMap<&str, u32> = order
             .iter()
             .enumerate()
             .map(|(index, &(id, _))| (id, index as u32))
             .collect();
-
-        let mut group_order: Vec<usize> = (0..catalog.groups.len()).collect();
-        group_order.sort_by(|&a, &b| catalog.groups[a].id.cmp(&catalog.groups[b].id));
-        group_order.dedup_by(|&mut a, &mut b| catalog.groups[a].id == catalog.groups[b].id);
-        let mut groups = Vec::with_capacity(group_order.len());
-        let mut group_index = HashMap::with_capacity(group_order.len());
-        for &position in &group_order {
-            let group = &catalog.groups[position];
-            let mut selected = FixedBitSet::with_capacity(tool_count);
-            if !group.selectors.is_empty() {
-                selected.insert_range(..);
-                for (j, selector) in group.selectors.iter().enumerate() {
-                    let matched = selection.matching(selector).map_err(|error| {
-                        error.within(format_args!("groups[{position}].selectors[{j}]"))
-                    })?;
-                    selected.intersect_with(&matched);
-                }
-            }
-            let explicit = indices_of(&group.explicit_tool_ids, &tool_ids);
-            let excluded = indices_of(&group.excluded_tool_ids, &tool_ids);
-            let mut members = FixedBitSet::with_capacity(tool_count);
-            if group.active {
-                members.union_with(&selected);
-                for &t in &explicit {
-                    members.insert(t as usize);
-                }
-                for &t in &excluded {
-                    members.remove(t as usize);
-                }
-            }
-            group_index.insert(group.id.clone(), groups.len() as u32);
-            groups.push(CompiledGroup {
-                json_id: serde_json::to_string(&group.id)
-                    .expect("a string always serialises")
-                    .into_boxed_str(),
-                id_digest: truncate(blake3::hash(group.id.as_bytes())),
-                id: group.id.clone(),
-                name: group.name.clone(),
-                active: group.active,
-                catalog_position: position,
-                selected,
-                explicit,
-                excluded,
-                members,
-            });
-        }
-
+        let (groups, group_index) =
+            compile_groups(&catalog, &mut selection, &tool_ids, order.len())?;
         let mut interner = MatcherInterner::default();
-        let mut policies = Vec::new();
-        for (position, policy) in catalog.policies.iter().enumerate() {
-            if !policy.active {
-                continue;
-            }
-            let matchers = policy
-                .claim_matchers
-                .iter()
-                .enumerate()
-                .map(|(j, matcher)| {
-                    interner.intern(matcher).map_err(|error| {
-                        error.within(format_args!("policies[{position}].claim_matchers[{j}]"))
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let groups_of = |ids: &[String]| -> Vec<u32> {
-                let mut indices: Vec<u32> = ids
-                    .iter()
-                    .filter_map(|id| group_index.get(id).copied())
-                    .collect();
-                indices.sort_unstable();
-                indices.dedup();
-                indices
-            };
-            policies.push(CompiledPolicy {
-                priority: policy.priority,
-                catalog_position: position,
-                matchers,
-                allowed: groups_of(&policy.allowed_group_ids),
-                denied: groups_of(&policy.denied_group_ids),
-            });
-        }
-        policies.sort_by(|a, b| {
-            b.priority.cmp(&a.priority).then_with(|| {
-                catalog.policies[a.catalog_position]
-                    .id
-                    .cmp(&catalog.policies[b.catalog_position].id)
-            })
-        });
+        let policies = compile_policies(&catalog, &group_index, &mut interner)?;
 
         Ok(Snapshot {
             revision,
@@ -307,6 +191,184 @@ pub(super) fn tool_index(snapshot: &Snapshot, id: &str) -> Option<u32> {
     snapshot
         .tool_index
         .find(id, |position| snapshot.tools[position as usize].id.as_str())
+}
+
+/// The tools' ids with their positions in `catalog.tools`, in id order; of tools sharing an
+/// id, the first. (A catalog read from a store is usually in id order already, which the sort
+/// notices in one pass.)
+fn tool_order(catalog: &Catalog) -> Vec<(&str, usize)> {
+    let mut order: Vec<(&str, usize)> = catalog
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(position, tool)| (tool.id.as_str(), position))
+        .collect();
+    order.sort_by(|a, b| a.0.cmp(b.0));
+    order.dedup_by(|a, b| a.0 == b.0);
+    order
+}
+
+/// What the one pass over the tools fills: everything that needs their fields (see
+/// `SelectionIndex::add` for why one pass).
+struct ToolPass<'c> {
+    tools: Vec<CompiledTool>,
+    visible: FixedBitSet,
+    /// Not yet prepared for the groups' selectors.
+    selection: SelectionIndex<'c>,
+}
+
+impl<'c> ToolPass<'c> {
+    /// `order` is [`tool_order`]'s: the tools get their snapshot indices from it.
+    fn over(catalog: &'c Catalog, order: &[(&str, usize)]) -> Self {
+        let sources: HashMap<&str, &super::model::Source> = catalog
+            .sources
+            .iter()
+            .map(|source| (source.id.as_str(), source))
+            .collect();
+        let tool_count = order.len();
+        let mut tools = Vec::with_capacity(tool_count);
+        let mut visible = FixedBitSet::with_capacity(tool_count);
+        let mut selection = SelectionIndex::with_capacity(tool_count);
+        for (index, &(_, position)) in order.iter().enumerate() {
+            let tool = &catalog.tools[position];
+            let source = sources.get(tool.source_id.as_str());
+            let source_enabled = source.is_some_and(|source| source.enabled);
+            visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
+            selection.add(index, tool, source.map(|source| source.name.as_str()));
+            tools.push(CompiledTool {
+                id: tool.id.clone(),
+                name: tool.name.clone(),
+                available_in_states: tool.available_in_states.clone(),
+                enabled: tool.enabled,
+                deprecated: tool.deprecated,
+                catalog_position: position,
+                entry: OnceLock::new(),
+            });
+        }
+        ToolPass {
+            tools,
+            visible,
+            selection,
+        }
+    }
+}
+
+/// The groups in id order (of groups sharing an id, the first), and each one's index by id.
+/// The first invalid selector pattern, in that order, is the error.
+fn compile_groups<'c>(
+    catalog: &'c Catalog,
+    selection: &mut SelectionIndex<'c>,
+    tool_ids: &HashMap<&str, u32>,
+    tool_count: usize,
+) -> Result<(Vec<CompiledGroup>, HashMap<String, u32>), CompileError> {
+    let mut group_order: Vec<usize> = (0..catalog.groups.len()).collect();
+    group_order.sort_by(|&a, &b| catalog.groups[a].id.cmp(&catalog.groups[b].id));
+    group_order.dedup_by(|&mut a, &mut b| catalog.groups[a].id == catalog.groups[b].id);
+    let mut groups = Vec::with_capacity(group_order.len());
+    let mut group_index = HashMap::with_capacity(group_order.len());
+    for &position in &group_order {
+        let group = &catalog.groups[position];
+        let compiled = compile_group(group, position, selection, tool_ids, tool_count)?;
+        group_index.insert(group.id.clone(), groups.len() as u32);
+        groups.push(compiled);
+    }
+    Ok((groups, group_index))
+}
+
+/// One group with its member set precomputed: `(selected ∪ explicit) − excluded`, or nothing
+/// when inactive (the selectors are still checked, so an invalid one fails either way).
+fn compile_group<'c>(
+    group: &'c super::model::ToolGroup,
+    position: usize,
+    selection: &mut SelectionIndex<'c>,
+    tool_ids: &HashMap<&str, u32>,
+    tool_count: usize,
+) -> Result<CompiledGroup, CompileError> {
+    let mut selected = FixedBitSet::with_capacity(tool_count);
+    if !group.selectors.is_empty() {
+        selected.insert_range(..);
+        for (j, selector) in group.selectors.iter().enumerate() {
+            let matched = selection
+                .matching(selector)
+                .map_err(|error| error.within(format_args!("groups[{position}].selectors[{j}]")))?;
+            selected.intersect_with(&matched);
+        }
+    }
+    let explicit = indices_of(&group.explicit_tool_ids, tool_ids);
+    let excluded = indices_of(&group.excluded_tool_ids, tool_ids);
+    let mut members = FixedBitSet::with_capacity(tool_count);
+    if group.active {
+        members.union_with(&selected);
+        for &t in &explicit {
+            members.insert(t as usize);
+        }
+        for &t in &excluded {
+            members.remove(t as usize);
+        }
+    }
+    Ok(CompiledGroup {
+        json_id: serde_json::to_string(&group.id)
+            .expect("a string always serialises")
+            .into_boxed_str(),
+        id_digest: truncate(blake3::hash(group.id.as_bytes())),
+        id: group.id.clone(),
+        name: group.name.clone(),
+        active: group.active,
+        catalog_position: position,
+        selected,
+        explicit,
+        excluded,
+        members,
+    })
+}
+
+/// The active policies, highest priority first (ties by id), their matchers interned. The
+/// first invalid matcher, in catalog order, is the error.
+fn compile_policies(
+    catalog: &Catalog,
+    group_index: &HashMap<String, u32>,
+    interner: &mut MatcherInterner,
+) -> Result<Vec<CompiledPolicy>, CompileError> {
+    let mut policies = Vec::new();
+    for (position, policy) in catalog.policies.iter().enumerate() {
+        if !policy.active {
+            continue;
+        }
+        let matchers = policy
+            .claim_matchers
+            .iter()
+            .enumerate()
+            .map(|(j, matcher)| {
+                interner.intern(matcher).map_err(|error| {
+                    error.within(format_args!("policies[{position}].claim_matchers[{j}]"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let groups_of = |ids: &[String]| -> Vec<u32> {
+            let mut indices: Vec<u32> = ids
+                .iter()
+                .filter_map(|id| group_index.get(id).copied())
+                .collect();
+            indices.sort_unstable();
+            indices.dedup();
+            indices
+        };
+        policies.push(CompiledPolicy {
+            priority: policy.priority,
+            catalog_position: position,
+            matchers,
+            allowed: groups_of(&policy.allowed_group_ids),
+            denied: groups_of(&policy.denied_group_ids),
+        });
+    }
+    policies.sort_by(|a, b| {
+        b.priority.cmp(&a.priority).then_with(|| {
+            catalog.policies[a.catalog_position]
+                .id
+                .cmp(&catalog.policies[b.catalog_position].id)
+        })
+    });
+    Ok(policies)
 }
 
 /// The snapshot indices of the ids that name existing tools, ascending and deduplicated.

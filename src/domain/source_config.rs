@@ -101,26 +101,7 @@ pub fn refresh_interval_secs(source: &Source) -> Option<u64> {
 /// imported (another type, or an empty config) or whose config is invalid.
 pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> {
     let config = &source.config;
-    let mut errors = Vec::new();
-    let allowed: &[&str] = match source.source_type.as_str() {
-        "openapi" => &[
-            "spec",
-            "url",
-            "headers",
-            "base_url",
-            "refresh_interval_secs",
-        ],
-        "mcp" => &["url", "headers", "refresh_interval_secs"],
-        other => {
-            return Err(vec![error(
-                "",
-                format!(
-                    "a '{other}' source has nothing to import: its tools are written by hand \
-                     (openapi and mcp sources are imported)"
-                ),
-            )]);
-        }
-    };
+    let allowed = import_keys(&source.source_type).map_err(|error| vec![error])?;
     if config.is_empty() {
         return Err(vec![error(
             "",
@@ -135,64 +116,14 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
             ),
         )]);
     }
+    let mut errors = Vec::new();
     unknown_keys(config, allowed, &mut errors);
     let headers = headers(config, &mut errors);
-    if let Some(value) = config.get("refresh_interval_secs") {
-        match value.as_u64() {
-            Some(secs) if secs >= MIN_REFRESH_INTERVAL_SECS => {}
-            _ => errors.push(error(
-                "refresh_interval_secs",
-                format!(
-                    "must be a whole number of seconds, at least {MIN_REFRESH_INTERVAL_SECS}, found {value}"
-                ),
-            )),
-        }
-    }
-    match config.get("base_url") {
-        None => {}
-        Some(Value::String(url)) if is_http_url(url) => {}
-        Some(other) => errors.push(error(
-            "base_url",
-            format!("must be an http:// or https:// URL, found {other}"),
-        )),
-    }
-    let url = match config.get("url") {
-        None => None,
-        Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
-        Some(other) => {
-            errors.push(error(
-                "url",
-                format!("must be an http:// or https:// URL, found {other}"),
-            ));
-            None
-        }
-    };
+    check_refresh_interval(config, &mut errors);
+    http_url(config, "base_url", &mut errors);
+    let url = http_url(config, "url", &mut errors);
     let result = if source.source_type == "openapi" {
-        let spec = match (config.get("spec"), url) {
-            (Some(_), Some(_)) => {
-                errors.push(error("spec", "give either 'spec' or 'url', not both"));
-                None
-            }
-            (Some(spec @ (Value::Object(_) | Value::String(_))), None) => {
-                Some(SpecLocation::Inline(spec.clone()))
-            }
-            (Some(other), None) => {
-                errors.push(error(
-                    "spec",
-                    format!(
-                        "must be the OpenAPI document (an object, or JSON/YAML text), found {}",
-                        kind_of(other)
-                    ),
-                ));
-                None
-            }
-            (None, Some(url)) => Some(SpecLocation::Url(url)),
-            (None, None) if config.contains_key("url") => None,
-            (None, None) => {
-                errors.push(error("spec", "an openapi source needs 'spec' or 'url'"));
-                None
-            }
-        };
+        let spec = spec_location(config, url, &mut errors);
         spec.map(|spec| ImportConfig::OpenApi { spec, headers })
     } else {
         match url {
@@ -208,6 +139,97 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     match result {
         Some(result) if errors.is_empty() => Ok(result),
         _ => Err(errors),
+    }
+}
+
+/// The config keys a source of this type may have; the error for a type that is not imported.
+fn import_keys(source_type: &str) -> Result<&'static [&'static str], ConfigError> {
+    match source_type {
+        "openapi" => Ok(&[
+            "spec",
+            "url",
+            "headers",
+            "base_url",
+            "refresh_interval_secs",
+        ]),
+        "mcp" => Ok(&["url", "headers", "refresh_interval_secs"]),
+        other => Err(error(
+            "",
+            format!(
+                "a '{other}' source has nothing to import: its tools are written by hand \
+                 (openapi and mcp sources are imported)"
+            ),
+        )),
+    }
+}
+
+/// `refresh_interval_secs`, when given, is whole seconds and at least
+/// [`MIN_REFRESH_INTERVAL_SECS`]: [`refresh_interval_secs`] reads it without checking again.
+fn check_refresh_interval(config: &Map<String, Value>, errors: &mut Vec<ConfigError>) {
+    if let Some(value) = config.get("refresh_interval_secs") {
+        match value.as_u64() {
+            Some(secs) if secs >= MIN_REFRESH_INTERVAL_SECS => {}
+            _ => errors.push(error(
+                "refresh_interval_secs",
+                format!(
+                    "must be a whole number of seconds, at least {MIN_REFRESH_INTERVAL_SECS}, found {value}"
+                ),
+            )),
+        }
+    }
+}
+
+/// The http(s) URL at `key`, if there is one; anything else there is an error. `url` (fetched)
+/// and `base_url` (called) are held to the same rule.
+fn http_url(
+    config: &Map<String, Value>,
+    key: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<String> {
+    match config.get(key) {
+        None => None,
+        Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
+        Some(other) => {
+            errors.push(error(
+                key,
+                format!("must be an http:// or https:// URL, found {other}"),
+            ));
+            None
+        }
+    }
+}
+
+/// Where an `openapi` source's document comes from: `spec` or the valid `url`, exactly one.
+/// An invalid `url` has its own error already, so its absence is not reported again.
+fn spec_location(
+    config: &Map<String, Value>,
+    url: Option<String>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<SpecLocation> {
+    match (config.get("spec"), url) {
+        (Some(_), Some(_)) => {
+            errors.push(error("spec", "give either 'spec' or 'url', not both"));
+            None
+        }
+        (Some(spec @ (Value::Object(_) | Value::String(_))), None) => {
+            Some(SpecLocation::Inline(spec.clone()))
+        }
+        (Some(other), None) => {
+            errors.push(error(
+                "spec",
+                format!(
+                    "must be the OpenAPI document (an object, or JSON/YAML text), found {}",
+                    kind_of(other)
+                ),
+            ));
+            None
+        }
+        (None, Some(url)) => Some(SpecLocation::Url(url)),
+        (None, None) if config.contains_key("url") => None,
+        (None, None) => {
+            errors.push(error("spec", "an openapi source needs 'spec' or 'url'"));
+            None
+        }
     }
 }
 
@@ -243,7 +265,23 @@ pub fn service_descriptor(
     {
         errors.push(error("id", format!("must be text, found {}", kind_of(id))));
     }
-    let mut queue = |key: &str| match config.get(key) {
+    let request_queue = queue(config, "request-queue", &mut errors);
+    let response_queue = queue(config, "response-queue", &mut errors);
+    let config_params = config_params(config, &mut errors);
+    if errors.is_empty() {
+        Ok(ServiceDescriptor {
+            request_queue,
+            response_queue,
+            config_params,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The queue named at `key`, which a tool service needs; empty (with an error) when missing.
+fn queue(config: &Map<String, Value>, key: &str, errors: &mut Vec<ConfigError>) -> String {
+    match config.get(key) {
         Some(Value::String(queue)) if !queue.trim().is_empty() => queue.clone(),
         Some(other) => {
             errors.push(error(
@@ -259,65 +297,21 @@ pub fn service_descriptor(
             ));
             String::new()
         }
-    };
-    let request_queue = queue("request-queue");
-    let response_queue = queue("response-queue");
+    }
+}
+
+/// The config parameters a tool service declares, in order; those without a usable name are
+/// left out (with their errors).
+fn config_params(config: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<ConfigParam> {
     let mut config_params: Vec<ConfigParam> = Vec::new();
     match config.get("config-params") {
         None => {}
         Some(Value::Array(params)) => {
             for (i, param) in params.iter().enumerate() {
                 let at = format!("config-params[{i}]");
-                let Value::Object(param) = param else {
-                    errors.push(error(
-                        at,
-                        format!(
-                            "must be an object {{\"name\", \"required\"}}, found {}",
-                            kind_of(param)
-                        ),
-                    ));
-                    continue;
-                };
-                for key in param.keys() {
-                    if key != "name" && key != "required" {
-                        errors.push(error(
-                            format!("{at}.{key}"),
-                            "unknown key; expected name, required",
-                        ));
-                    }
+                if let Some(param) = config_param(&at, param, &config_params, errors) {
+                    config_params.push(param);
                 }
-                let name = match param.get("name") {
-                    Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
-                    _ => {
-                        errors.push(error(format!("{at}.name"), "must be non-empty text"));
-                        continue;
-                    }
-                };
-                if ["type", "name", "description", "service", "arguments"].contains(&name.as_str())
-                {
-                    errors.push(error(
-                        format!("{at}.name"),
-                        format!("'{name}' is a field of the tool itself and cannot be a config parameter"),
-                    ));
-                }
-                let required = match param.get("required") {
-                    None => false,
-                    Some(Value::Bool(required)) => *required,
-                    Some(other) => {
-                        errors.push(error(
-                            format!("{at}.required"),
-                            format!("must be true or false, found {other}"),
-                        ));
-                        false
-                    }
-                };
-                if config_params.iter().any(|p| p.name == name) {
-                    errors.push(error(
-                        format!("{at}.name"),
-                        format!("config parameter '{name}' is declared twice"),
-                    ));
-                }
-                config_params.push(ConfigParam { name, required });
             }
         }
         Some(other) => errors.push(error(
@@ -325,15 +319,66 @@ pub fn service_descriptor(
             format!("must be an array, found {}", kind_of(other)),
         )),
     }
-    if errors.is_empty() {
-        Ok(ServiceDescriptor {
-            request_queue,
-            response_queue,
-            config_params,
-        })
-    } else {
-        Err(errors)
+    config_params
+}
+
+/// One declared config parameter, at `at`, after those `declared` before it. Its name must not
+/// be one of the tool's own fields, which the parameters sit beside.
+fn config_param(
+    at: &str,
+    param: &Value,
+    declared: &[ConfigParam],
+    errors: &mut Vec<ConfigError>,
+) -> Option<ConfigParam> {
+    let Value::Object(param) = param else {
+        errors.push(error(
+            at,
+            format!(
+                "must be an object {{\"name\", \"required\"}}, found {}",
+                kind_of(param)
+            ),
+        ));
+        return None;
+    };
+    for key in param.keys() {
+        if key != "name" && key != "required" {
+            errors.push(error(
+                format!("{at}.{key}"),
+                "unknown key; expected name, required",
+            ));
+        }
     }
+    let name = match param.get("name") {
+        Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
+        _ => {
+            errors.push(error(format!("{at}.name"), "must be non-empty text"));
+            return None;
+        }
+    };
+    if ["type", "name", "description", "service", "arguments"].contains(&name.as_str()) {
+        errors.push(error(
+            format!("{at}.name"),
+            format!("'{name}' is a field of the tool itself and cannot be a config parameter"),
+        ));
+    }
+    let required = match param.get("required") {
+        None => false,
+        Some(Value::Bool(required)) => *required,
+        Some(other) => {
+            errors.push(error(
+                format!("{at}.required"),
+                format!("must be true or false, found {other}"),
+            ));
+            false
+        }
+    };
+    if declared.iter().any(|p| p.name == name) {
+        errors.push(error(
+            format!("{at}.name"),
+            format!("config parameter '{name}' is declared twice"),
+        ));
+    }
+    Some(ConfigParam { name, required })
 }
 
 fn unknown_keys(config: &Map<String, Value>, allowed: &[&str], errors: &mut Vec<ConfigError>) {

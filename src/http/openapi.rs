@@ -8,11 +8,16 @@
 //! with each collection's list filters. The document is built and serialised once.
 
 mod admin_paths;
+mod agent_paths;
 mod authzen_paths;
 mod bodies;
+mod collection_paths;
 mod conditional;
 pub mod model;
+mod ops_paths;
 mod stream_paths;
+
+pub use agent_paths::AGENT_QUERY;
 
 use std::sync::LazyLock;
 
@@ -176,8 +181,8 @@ fn components() -> Components {
     authzen_paths::schemas(&mut schemas);
     for collection in COLLECTIONS {
         schemas.push((
-            admin_paths::page_name(&collection),
-            admin_paths::page_schema(&collection),
+            collection_paths::page_name(&collection),
+            collection_paths::page_schema(&collection),
         ));
     }
     let mut builder = ComponentsBuilder::new()
@@ -241,7 +246,7 @@ fn paths() -> Paths {
         ("/agents/tools", "list_agent_tools"),
         ("/api/agents/tools", "list_agent_tools_via_api_alias"),
     ] {
-        paths = paths.path(path, get(agent_manifest(id)));
+        paths = paths.path(path, get(agent_paths::agent_manifest(id)));
     }
     for (path, id) in [
         ("/agents/tools/stream", "stream_agent_tools"),
@@ -254,7 +259,7 @@ fn paths() -> Paths {
         paths = paths.path(path, item);
     }
     for collection in COLLECTIONS {
-        let (list_and_create, one) = admin_paths::collection_paths(&collection);
+        let (list_and_create, one) = collection_paths::collection_paths(&collection);
         paths = paths
             .path(collection.path(), list_and_create)
             .path(format!("{}/{{id}}", collection.path()), one);
@@ -268,10 +273,10 @@ fn paths() -> Paths {
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())
         .path("/admin/audit", admin_paths::audit())
-        .path("/healthz", get(healthz()))
-        .path("/readyz", get(readyz()))
-        .path("/metrics", get(metrics()))
-        .path("/openapi.json", get(openapi_json()));
+        .path("/healthz", get(ops_paths::healthz()))
+        .path("/readyz", get(ops_paths::readyz()))
+        .path("/metrics", get(ops_paths::metrics()))
+        .path("/openapi.json", get(ops_paths::openapi_json()));
     let mut paths = paths.build();
     conditional::describe(&mut paths);
     paths
@@ -391,154 +396,9 @@ fn cursor_parameter() -> Parameter {
     )
 }
 
-/// The query options of `GET /agents/tools`: name, whether it is a flag, description.
-pub const AGENT_QUERY: [(&str, bool, &str); 6] = [
-    (
-        "group",
-        false,
-        "Keep members of these granted groups (ids or names, comma-separated; may repeat). \
-         `*` keeps all, an empty list keeps none.",
-    ),
-    ("state", false, "Keep tools available in this state."),
-    (
-        "tools",
-        false,
-        "Keep tools whose name matches one of these case-sensitive globs (comma-separated; \
-         may repeat).",
-    ),
-    (
-        "fields",
-        false,
-        "Only these entry fields (comma-separated; may repeat): `tool_id` (always there), \
-         `name`, `title`, `description`, `input_schema`, `output_schema`, `source_id`, `source_path`, \
-         `method`, `tags`, `version`, `available_in_states`, `next_state`, `groups`. Narrows \
-         every entry, never which tools are listed; the narrowed manifest has its own ETag, \
-         and its stream is silent about changes to fields it did not ask for. Not at `/mcp`.",
-    ),
-    (
-        "include_disabled",
-        true,
-        "Also list tools agents do not see (disabled, deprecated, disabled source), with \
-         `enabled` and `deprecated`. Admin only (else 403).",
-    ),
-    (
-        "explain",
-        true,
-        "Add `explanation`: why each tool is or is not there. Admin only (else 403).",
-    ),
-];
-
-fn agent_manifest(operation_id: &str) -> Operation {
-    let mut builder = operation(
-        operation_id,
-        "agents",
-        "The tools this agent may call",
-        "The manifest for the token's claims. `/api/agents/tools` is an alias.",
-    );
-    for (name, is_flag, description) in AGENT_QUERY {
-        let schema = if is_flag {
-            flag_schema()
-        } else {
-            text_schema()
-        };
-        builder = builder.parameter(query_parameter(name, schema, description));
-    }
-    builder = builder
-        .parameter(
-            ParameterBuilder::new()
-                .name("If-None-Match")
-                .parameter_in(ParameterIn::Header)
-                .required(Required::False)
-                .schema(Some(text_schema()))
-                .description(Some(
-                    "An etag from an earlier response: 304 if it still holds.",
-                ))
-                .build(),
-        )
-        .response(
-            "200",
-            ResponseBuilder::new()
-                .description("The manifest.")
-                .content(JSON, json_content(schema_ref::<bodies::Manifest>()))
-                .header("ETag", header_object("The manifest's etag (as `etag`)."))
-                .header("Cache-Control", header_object("`private, no-cache`.")),
-        )
-        .response(
-            "304",
-            ResponseBuilder::new()
-                .description("`If-None-Match` names the current etag; no body.")
-                .header("ETag", header_object("The manifest's etag."))
-                .header("Cache-Control", header_object("`private, no-cache`.")),
-        );
-    problems(builder, &[400, 401, 403, 429]).build()
-}
-
-fn healthz() -> OperationBuilder {
-    open_operation("healthz", "The process is alive").response(
-        "200",
-        ResponseBuilder::new()
-            .description("Alive.")
-            .content(JSON, json_content(schema_ref::<bodies::Health>())),
-    )
-}
-
-fn readyz() -> OperationBuilder {
-    let operation = open_operation("readyz", "The backing stores answer").response(
-        "200",
-        ResponseBuilder::new()
-            .description("Ready.")
-            .content(JSON, json_content(schema_ref::<bodies::Readiness>())),
-    );
-    problems(operation, &[503])
-}
-
-fn metrics() -> OperationBuilder {
-    open_operation("metrics", "This instance's metrics").response(
-        "200",
-        ResponseBuilder::new()
-            .description(
-                "Prometheus text (exposition format 0.0.4): requests, resolutions, cache, \
-                 streams, store and Redis, rate limits. Labels hold route templates and \
-                 small enums, never identities.",
-            )
-            .content(
-                "text/plain",
-                json_content(ObjectBuilder::new().schema_type(Type::String).into()),
-            ),
-    )
-}
-
-fn openapi_json() -> OperationBuilder {
-    open_operation("openapi", "This document").response(
-        "200",
-        ResponseBuilder::new()
-            .description("The OpenAPI 3.1 description of the API.")
-            .content(
-                JSON,
-                json_content(ObjectBuilder::new().schema_type(Type::Object).into()),
-            ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::read::read_request;
-
-    #[test]
-    fn every_documented_agent_option_is_accepted() {
-        for (name, is_flag, _) in AGENT_QUERY {
-            let value = match name {
-                _ if is_flag => "true",
-                "fields" => "name,input_schema",
-                _ => "x",
-            };
-            assert!(
-                read_request(&[(name.to_owned(), value.to_owned())]).is_ok(),
-                "{name}"
-            );
-        }
-    }
 
     #[test]
     fn every_schema_reference_resolves() {

@@ -17,6 +17,7 @@
 //! the source without such a record were written by hand and are left alone, except that one
 //! whose id an import now produces is adopted (its name and description are kept).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -48,6 +49,26 @@ pub struct RefreshSummary {
 }
 
 impl RefreshSummary {
+    /// A summary of applying `import` to `source_id` before any tool is compared: what the
+    /// upstream defines, and what the importer skipped or cut.
+    fn of_import(source_id: &str, import: &Import) -> RefreshSummary {
+        let count = |outcome| {
+            import
+                .issues
+                .iter()
+                .filter(|issue| issue.outcome == outcome)
+                .count()
+        };
+        RefreshSummary {
+            source_id: source_id.to_owned(),
+            imported: import.tools.len(),
+            skipped: count(IssueOutcome::Skipped),
+            cut: count(IssueOutcome::Cut),
+            issues: import.issues.clone(),
+            ..RefreshSummary::default()
+        }
+    }
+
     /// Whether the refresh changes the catalog.
     pub fn changed(&self) -> bool {
         self.created + self.updated + self.deprecated + self.restored > 0
@@ -72,22 +93,8 @@ pub fn apply(
     stamp: &Stamp,
 ) -> Result<RefreshSummary, ApplyError> {
     let imported = &import.tools;
-    let count = |outcome| {
-        import
-            .issues
-            .iter()
-            .filter(|issue| issue.outcome == outcome)
-            .count()
-    };
-    let mut summary = RefreshSummary {
-        source_id: source_id.to_owned(),
-        imported: imported.len(),
-        skipped: count(IssueOutcome::Skipped),
-        cut: count(IssueOutcome::Cut),
-        issues: import.issues.clone(),
-        ..RefreshSummary::default()
-    };
-    let mut present = std::collections::HashSet::new();
+    let mut summary = RefreshSummary::of_import(source_id, import);
+    let mut present = HashSet::new();
     for upstream in imported {
         let upstream = bounded(upstream);
         let id = Tool::default_id(source_id, &upstream.operation_id);
@@ -122,27 +129,7 @@ pub fn apply(
             continue;
         }
         if changed {
-            let (overridden_name, overridden_description) = match &tool.imported {
-                Some(previous) => (
-                    tool.name != previous.name,
-                    tool.description != previous.description,
-                ),
-                // Adopting a hand-written tool: what the admin wrote stays.
-                None => (true, true),
-            };
-            if !overridden_name {
-                tool.name = upstream.name.clone();
-            }
-            if !overridden_description {
-                tool.description = upstream.description.clone();
-            }
-            tool.title = upstream.title.clone();
-            tool.method = Some(upstream.method.clone());
-            tool.path = Some(upstream.path.clone());
-            tool.tags = upstream.tags.clone();
-            tool.input_schema = Arc::clone(&upstream.input_schema);
-            tool.output_schema = upstream.output_schema.clone();
-            tool.imported = Some(record);
+            take_upstream(tool, &upstream, record);
         }
         tool.deprecated = upstream.deprecated;
         stamp.touched(tool);
@@ -154,6 +141,46 @@ pub fn apply(
             summary.updated += 1;
         }
     }
+    summary.deprecated += deprecate_gone(catalog, source_id, &present, stamp);
+    Ok(summary)
+}
+
+/// Brings a changed tool's imported fields in line with `upstream`, whose `record` it keeps; a
+/// `name` or `description` an admin changed since the last import stays the admin's.
+fn take_upstream(tool: &mut Tool, upstream: &ImportedTool, record: Imported) {
+    let (overridden_name, overridden_description) = match &tool.imported {
+        Some(previous) => (
+            tool.name != previous.name,
+            tool.description != previous.description,
+        ),
+        // Adopting a hand-written tool: what the admin wrote stays.
+        None => (true, true),
+    };
+    if !overridden_name {
+        tool.name = upstream.name.clone();
+    }
+    if !overridden_description {
+        tool.description = upstream.description.clone();
+    }
+    tool.title = upstream.title.clone();
+    tool.method = Some(upstream.method.clone());
+    tool.path = Some(upstream.path.clone());
+    tool.tags = upstream.tags.clone();
+    tool.input_schema = Arc::clone(&upstream.input_schema);
+    tool.output_schema = upstream.output_schema.clone();
+    tool.imported = Some(record);
+}
+
+/// Marks deprecated the imported tools of `source_id` that the import no longer defines (not
+/// in `present`) and are not deprecated already; how many it marked. Hand-written tools (no
+/// import record) are left alone.
+fn deprecate_gone(
+    catalog: &mut Catalog,
+    source_id: &str,
+    present: &HashSet<String>,
+    stamp: &Stamp,
+) -> usize {
+    let mut deprecated = 0;
     for tool in &mut catalog.tools {
         if tool.source_id == source_id
             && tool.imported.is_some()
@@ -162,10 +189,10 @@ pub fn apply(
         {
             tool.deprecated = true;
             stamp.touched(tool);
-            summary.deprecated += 1;
+            deprecated += 1;
         }
     }
-    Ok(summary)
+    deprecated
 }
 
 /// Upstream names and descriptions cut to what the catalog accepts.

@@ -118,8 +118,36 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         shared,
         mcp,
     } = gateway;
-    use ReadingKind::{Counter, Gauge};
-    let mcp_streams = hub.clone();
+    register_caches(metrics, manifests, decisions);
+    register_streams(metrics, hub.clone());
+    metrics.observe(
+        ReadingKind::Gauge,
+        "toolgate.catalog.revision",
+        "The catalog revision this instance serves",
+        move || {
+            read(&catalog, |catalog| {
+                vec![Reading::of(catalog.snapshot().revision())]
+            })
+        },
+    );
+    register_mcp(metrics, mcp, hub);
+    if let Some(redis) = redis {
+        register_redis(metrics, redis);
+    }
+    if let Some(shared) = shared {
+        metrics.observe(
+            ReadingKind::Counter,
+            "toolgate.redis.rejected_entries",
+            "Shared access entries ignored because they were unreadable or failed the \
+             integrity check (tampering, or an instance with another secret)",
+            move || read(&shared, |shared| vec![Reading::of(shared.rejected_count())]),
+        );
+    }
+}
+
+/// The three caches of the request path: rendered manifests, access decisions (read through
+/// the manifests) and evaluations.
+fn register_caches(metrics: &Metrics, manifests: Weak<Manifests>, decisions: Weak<Decisions>) {
     let access = manifests.clone();
     register_cache!(
         metrics,
@@ -144,6 +172,12 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
             .upgrade()
             .map(|decisions| decisions.evaluation_stats())
     );
+}
+
+/// The manifest streams (SSE and MCP share the hub): how many are open, what they were sent,
+/// and what their byte budget holds and had to coalesce.
+fn register_streams(metrics: &Metrics, hub: Weak<StreamHub>) {
+    use ReadingKind::{Counter, Gauge};
     let subscribers = hub.clone();
     metrics.observe(
         Gauge,
@@ -208,29 +242,6 @@ pub fn register(metrics: &Metrics, gateway: Observed) {
         "Times a slow stream was coalesced to a fresh snapshot",
         move || read(&hub, |hub| vec![Reading::of(hub.lagged_count())]),
     );
-    metrics.observe(
-        Gauge,
-        "toolgate.catalog.revision",
-        "The catalog revision this instance serves",
-        move || {
-            read(&catalog, |catalog| {
-                vec![Reading::of(catalog.snapshot().revision())]
-            })
-        },
-    );
-    register_mcp(metrics, mcp, mcp_streams);
-    if let Some(redis) = redis {
-        register_redis(metrics, redis);
-    }
-    if let Some(shared) = shared {
-        metrics.observe(
-            Counter,
-            "toolgate.redis.rejected_entries",
-            "Shared access entries ignored because they were unreadable or failed the \
-             integrity check (tampering, or an instance with another secret)",
-            move || read(&shared, |shared| vec![Reading::of(shared.rejected_count())]),
-        );
-    }
 }
 
 fn register_mcp(metrics: &Metrics, mcp: Weak<McpEndpoint>, hub: Weak<StreamHub>) {

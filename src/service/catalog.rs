@@ -305,66 +305,25 @@ impl CatalogService {
             }
             let mut catalog = base.catalog().clone();
             let Mutation { notes, value } = mutate(&mut catalog)?;
-            // Validating and compiling a large catalog takes tens of milliseconds: off the
-            // async workers, so that agent reads keep flowing during an admin write.
-            let previous = Arc::clone(&base);
-            let prepared = tokio::task::spawn_blocking(move || prepare(catalog, &previous))
-                .await
-                .map_err(|error| task_failed("validating and compiling the catalog", &error))??;
-            let (snapshot, changes) = match prepared {
+            let (snapshot, changes) = match prepare_off_workers(catalog, &base).await? {
                 Prepared::Invalid(catalog, errors) => {
-                    return Err(WriteError::Invalid(match focus {
-                        Some(focus) => focus.relativize(&catalog, errors),
-                        None => errors,
-                    }));
+                    return Err(invalid(focus, &catalog, errors));
                 }
                 Prepared::Unchanged => return Ok((value, base.revision())),
                 Prepared::Ready(snapshot, changes) => (snapshot, changes),
             };
             let revision = snapshot.revision();
-            let at = Utc::now();
-            let audit = notes
-                .into_iter()
-                .map(redact_note)
-                .map(|note| AuditRecord {
-                    seq: 0,
-                    revision: 0,
-                    at,
-                    actor: actor.subject.clone(),
-                    action: note.action.as_str().to_owned(),
-                    entity: note.entity,
-                    id: note.id,
-                    before: note.before,
-                    after: note.after,
-                    request_id: actor.request_id.clone(),
-                })
-                .collect();
+            let audit = audit_records(actor, notes);
             let announcement = announcement(revision, &changes);
             let commit = Commit {
                 expected_revision: base.revision(),
                 changes,
                 audit,
             };
-            // Commit and publish run as one task that the caller cannot cancel halfway: a
-            // request dropped mid-write (timeout, disconnect) must not leave the store ahead of
-            // the snapshot readers see.
-            let (store, published) = (Arc::clone(&self.store), Arc::clone(&self.published));
-            let bus = Arc::clone(&self.bus);
-            // In the request's span, so that the commit's store and Redis spans are its children.
-            let committed = tokio::spawn(
-                async move {
-                    let result = store.commit(commit).await;
-                    if result.is_ok() {
-                        published.publish(*snapshot);
-                        bus.publish(announcement);
-                    }
-                    result
-                }
-                .in_current_span(),
-            )
-            .await
-            .map_err(|error| task_failed("committing the write", &error))?;
-            match committed {
+            match self
+                .commit_and_publish(commit, snapshot, announcement)
+                .await?
+            {
                 Ok(committed) => {
                     debug_assert_eq!(committed, revision);
                     return Ok((value, revision));
@@ -374,6 +333,36 @@ impl CatalogService {
             }
         }
         Err(WriteError::Contended)
+    }
+
+    /// Commits `commit` and, once the store has it, publishes `snapshot` and announces the
+    /// change on the bus. The outer error is the task failing; the inner one the store's.
+    ///
+    /// Commit and publish run as one task that the caller cannot cancel halfway: a request
+    /// dropped mid-write (timeout, disconnect) must not leave the store ahead of the snapshot
+    /// readers see.
+    async fn commit_and_publish(
+        &self,
+        commit: Commit,
+        snapshot: Box<Snapshot>,
+        announcement: CatalogChange,
+    ) -> Result<Result<u64, StoreError>, WriteError> {
+        let (store, published) = (Arc::clone(&self.store), Arc::clone(&self.published));
+        let bus = Arc::clone(&self.bus);
+        // In the request's span, so that the commit's store and Redis spans are its children.
+        tokio::spawn(
+            async move {
+                let result = store.commit(commit).await;
+                if result.is_ok() {
+                    published.publish(*snapshot);
+                    bus.publish(announcement);
+                }
+                result
+            }
+            .in_current_span(),
+        )
+        .await
+        .map_err(|error| task_failed("committing the write", &error))
     }
 
     /// What the catalog would become if `mutate` were written now: applied to a copy of the
@@ -398,15 +387,8 @@ impl CatalogService {
         }
         let mut catalog = base.catalog().clone();
         mutate(&mut catalog)?;
-        let previous = Arc::clone(&base);
-        let prepared = tokio::task::spawn_blocking(move || prepare(catalog, &previous))
-            .await
-            .map_err(|error| task_failed("validating and compiling the catalog", &error))??;
-        match prepared {
-            Prepared::Invalid(catalog, errors) => Err(WriteError::Invalid(match focus {
-                Some(focus) => focus.relativize(&catalog, errors),
-                None => errors,
-            })),
+        match prepare_off_workers(catalog, &base).await? {
+            Prepared::Invalid(catalog, errors) => Err(invalid(focus, &catalog, errors)),
             Prepared::Unchanged => Ok((Arc::clone(&base), base)),
             Prepared::Ready(after, _) => Ok((base, Arc::from(after))),
         }
@@ -467,6 +449,49 @@ enum Prepared {
     Invalid(Catalog, Vec<FieldError>),
     Unchanged,
     Ready(Box<Snapshot>, Vec<crate::store::Change>),
+}
+
+/// [`prepare`] on a blocking thread. Validating and compiling a large catalog takes tens of
+/// milliseconds: off the async workers, so that agent reads keep flowing during an admin write.
+async fn prepare_off_workers(
+    catalog: Catalog,
+    base: &Arc<Snapshot>,
+) -> Result<Prepared, WriteError> {
+    let previous = Arc::clone(base);
+    tokio::task::spawn_blocking(move || prepare(catalog, &previous))
+        .await
+        .map_err(|error| task_failed("validating and compiling the catalog", &error))?
+}
+
+/// The validation errors of an invalid catalog; with a `focus`, those inside that entity
+/// relative to it (`claim_matchers[0].operator`).
+fn invalid(focus: Option<&Focus>, catalog: &Catalog, errors: Vec<FieldError>) -> WriteError {
+    WriteError::Invalid(match focus {
+        Some(focus) => focus.relativize(catalog, errors),
+        None => errors,
+    })
+}
+
+/// The audit records of one write, all at one time; the store numbers them (`seq`,
+/// `revision`) when it commits. Secrets in a source's before and after are masked.
+fn audit_records(actor: &Actor, notes: Vec<AuditNote>) -> Vec<AuditRecord> {
+    let at = Utc::now();
+    notes
+        .into_iter()
+        .map(redact_note)
+        .map(|note| AuditRecord {
+            seq: 0,
+            revision: 0,
+            at,
+            actor: actor.subject.clone(),
+            action: note.action.as_str().to_owned(),
+            entity: note.entity,
+            id: note.id,
+            before: note.before,
+            after: note.after,
+            request_id: actor.request_id.clone(),
+        })
+        .collect()
 }
 
 /// Normalises, validates (in document order, so error paths point where the author wrote),

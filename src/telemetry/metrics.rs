@@ -65,6 +65,54 @@ enum ResolutionTime {
     Exported(Histogram<f64>),
 }
 
+impl ResolutionTime {
+    /// `exported`: a collector is configured, so the times must be pushed too.
+    fn new(meter: &Meter, exported: bool) -> ResolutionTime {
+        if exported {
+            ResolutionTime::Exported(
+                meter
+                    .f64_histogram(RESOLUTION_NAME)
+                    .with_unit(RESOLUTION_UNIT)
+                    .with_description(RESOLUTION_HELP)
+                    .with_boundaries(RESOLUTION_MS.to_vec())
+                    .build(),
+            )
+        } else {
+            ResolutionTime::Striped(Box::new(StripedHistogram::new(RESOLUTION_MS)))
+        }
+    }
+}
+
+/// The meter provider with its two readers: the pull reader `GET /metrics` renders (returned
+/// too, since rendering collects from it), and the OTLP push when `otlp` is given.
+fn provider(
+    otlp: Option<&OtlpSettings>,
+) -> Result<(SdkMeterProvider, Arc<ManualReader>), TelemetryError> {
+    let pull = Arc::new(ManualReader::builder().build());
+    let mut builder = SdkMeterProvider::builder().with_reader(SharedReader(Arc::clone(&pull)));
+    if let Some(otlp) = otlp {
+        builder = builder
+            .with_reader(otel::metric_reader(otlp)?)
+            .with_resource(otel::metric_resource(otlp));
+    }
+    Ok((builder.build(), pull))
+}
+
+/// A histogram of durations in seconds with these bucket bounds.
+fn seconds_histogram(
+    meter: &Meter,
+    name: &'static str,
+    description: &'static str,
+    boundaries: Vec<f64>,
+) -> Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit("s")
+        .with_description(description)
+        .with_boundaries(boundaries)
+        .build()
+}
+
 /// A server's instruments and the readers behind them.
 pub struct Metrics {
     provider: SdkMeterProvider,
@@ -97,37 +145,18 @@ impl Metrics {
     /// Instruments read by `GET /metrics`, and pushed to `otlp` when given. Builds the OTLP
     /// exporter's blocking HTTP client: call from a blocking context (or before the runtime).
     pub fn new(otlp: Option<&OtlpSettings>) -> Result<Metrics, TelemetryError> {
-        let pull = Arc::new(ManualReader::builder().build());
-        let mut builder = SdkMeterProvider::builder().with_reader(SharedReader(Arc::clone(&pull)));
-        if let Some(otlp) = otlp {
-            builder = builder
-                .with_reader(otel::metric_reader(otlp)?)
-                .with_resource(otel::metric_resource(otlp));
-        }
-        let provider = builder.build();
+        let (provider, pull) = provider(otlp)?;
         let meter = provider.meter("toolgate");
         let metrics = Metrics {
-            http_duration: meter
-                .f64_histogram("http.server.request.duration")
-                .with_unit("s")
-                .with_description(
-                    "HTTP requests by method, route template and status, until the response \
-                     head (a stream counts until it opens); its _count is the request count",
-                )
-                .with_boundaries(HTTP_SECONDS.to_vec())
-                .build(),
+            http_duration: seconds_histogram(
+                &meter,
+                "http.server.request.duration",
+                "HTTP requests by method, route template and status, until the response head \
+                 (a stream counts until it opens); its _count is the request count",
+                HTTP_SECONDS.to_vec(),
+            ),
             agents: observed::agent_counts(&meter),
-            resolution_time: match otlp {
-                None => ResolutionTime::Striped(Box::new(StripedHistogram::new(RESOLUTION_MS))),
-                Some(_) => ResolutionTime::Exported(
-                    meter
-                        .f64_histogram(RESOLUTION_NAME)
-                        .with_unit(RESOLUTION_UNIT)
-                        .with_description(RESOLUTION_HELP)
-                        .with_boundaries(RESOLUTION_MS.to_vec())
-                        .build(),
-                ),
-            },
+            resolution_time: ResolutionTime::new(&meter, otlp.is_some()),
             rate_limited: meter
                 .u64_counter("toolgate.rate_limited")
                 .with_description("Requests refused with 429 by the per-subject rate limits")
@@ -139,15 +168,13 @@ impl Metrics {
                      endpoint and result (permit or deny); a batch counts each of its answers",
                 )
                 .build(),
-            decision_duration: meter
-                .f64_histogram("toolgate.decision.duration")
-                .with_unit("s")
-                .with_description(
-                    "Time to answer one decision request (a single evaluation, a batch, a \
-                     search) once its token is verified and its body read, by endpoint",
-                )
-                .with_boundaries(HTTP_SECONDS.to_vec())
-                .build(),
+            decision_duration: seconds_histogram(
+                &meter,
+                "toolgate.decision.duration",
+                "Time to answer one decision request (a single evaluation, a batch, a search) \
+                 once its token is verified and its body read, by endpoint",
+                HTTP_SECONDS.to_vec(),
+            ),
             store_errors: meter
                 .u64_counter("toolgate.store.errors")
                 .with_description("Failed catalog store calls by operation and kind")
@@ -180,29 +207,32 @@ impl Metrics {
                      change, stale If-Match, failed import)",
                 )
                 .build(),
-            impact_duration: meter
-                .f64_histogram("toolgate.impact.duration")
-                .with_unit("s")
-                .with_description(
-                    "Time of an impact preview: applying and compiling the change, and \
-                     comparing the manifests of every claim set",
-                )
-                .with_boundaries(vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0])
-                .build(),
+            impact_duration: seconds_histogram(
+                &meter,
+                "toolgate.impact.duration",
+                "Time of an impact preview: applying and compiling the change, and comparing \
+                 the manifests of every claim set",
+                vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0],
+            ),
             mcp: super::mcp::McpMetrics::new(&meter),
             provider,
             pull,
             meter,
             routes: RouteNames::default(),
         };
-        metrics.connections_refused.add(0, &[]);
-        metrics.import_issues(0, 0);
+        metrics.start_at_zero();
+        Ok(metrics)
+    }
+
+    /// Records zero on the counters that can stay at zero for a server's whole life, so that
+    /// their series exist from the start: a rate or an alert on them sees 0, not nothing.
+    fn start_at_zero(&self) {
+        self.connections_refused.add(0, &[]);
+        self.import_issues(0, 0);
         for trigger in ["admin", "periodic"] {
-            metrics
-                .refresh_failures
+            self.refresh_failures
                 .add(0, &[KeyValue::new("trigger", trigger)]);
         }
-        Ok(metrics)
     }
 
     /// One HTTP request, answered. `route` is the matched template (`None`: no route matched).

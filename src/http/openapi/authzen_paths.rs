@@ -11,7 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa::openapi::path::{HttpMethod, Operation, PathItem, PathItemBuilder};
+use utoipa::openapi::path::{HttpMethod, Operation, OperationBuilder, PathItem, PathItemBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;
 use utoipa::openapi::schema::{OneOfBuilder, Schema};
 use utoipa::openapi::{RefOr, Required, ResponseBuilder};
@@ -206,6 +206,19 @@ const COMMON: &str = "Without `subject` (or with a subject naming the caller's `
 /// The AuthZEN paths, for [`super::paths`].
 pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
     use crate::http::authzen::{CONFIGURATION, EVALUATION, EVALUATIONS, SEARCH_RESOURCE};
+    vec![
+        (EVALUATION, post(evaluation())),
+        (EVALUATIONS, post(evaluations())),
+        (SEARCH_RESOURCE, post(search_resource())),
+        (CONFIGURATION, get(configuration())),
+    ]
+}
+
+/// The problems every decision route can answer with.
+const DECISION_PROBLEMS: [u16; 5] = [400, 401, 403, 413, 429];
+
+/// `POST /access/v1/evaluation`: one decision; a deny may be configured to answer non-2xx.
+fn evaluation() -> Operation {
     let evaluation = operation(
         "evaluate_access",
         "decisions",
@@ -235,6 +248,11 @@ pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
             )
             .content(JSON, json_content(schema_ref::<Decision>())),
     );
+    problems(evaluation, &DECISION_PROBLEMS).build()
+}
+
+/// `POST /access/v1/evaluations`: many decisions, with defaults the items override.
+fn evaluations() -> Operation {
     let batch = operation(
         "evaluate_access_batch",
         "decisions",
@@ -268,6 +286,11 @@ pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
                 ),
             ),
     );
+    problems(batch, &DECISION_PROBLEMS).build()
+}
+
+/// `POST /access/v1/search/resource`: the tools a subject may call, paged.
+fn search_resource() -> Operation {
     let search = operation(
         "search_resources",
         "decisions",
@@ -288,6 +311,11 @@ pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
             .description("One page.")
             .content(JSON, json_content(schema_ref::<SearchPage>())),
     );
+    problems(search, &DECISION_PROBLEMS).build()
+}
+
+/// `GET /.well-known/authzen-configuration`: where the decision endpoints are (no token).
+fn configuration() -> OperationBuilder {
     let configuration = open_operation(
         "authzen_configuration",
         "AuthZEN Policy Decision Point metadata",
@@ -303,19 +331,5 @@ pub(super) fn paths() -> Vec<(&'static str, PathItem)> {
             .description("The metadata.")
             .content(JSON, json_content(schema_ref::<Configuration>())),
     );
-    vec![
-        (
-            EVALUATION,
-            post(problems(evaluation, &[400, 401, 403, 413, 429]).build()),
-        ),
-        (
-            EVALUATIONS,
-            post(problems(batch, &[400, 401, 403, 413, 429]).build()),
-        ),
-        (
-            SEARCH_RESOURCE,
-            post(problems(search, &[400, 401, 403, 413, 429]).build()),
-        ),
-        (CONFIGURATION, get(problems(configuration, &[400]))),
-    ]
+    problems(configuration, &[400])
 }

@@ -112,39 +112,10 @@ pub fn request_shape(document: &Value, method: &str, path: &str) -> Result<Reque
         path_parameters: item.get("parameters").and_then(Value::as_array),
     };
     let credentials = operation::credentials(root);
-    let mut parameters = Vec::new();
-    for input in operation::inputs(&resolver, &credentials, &op, &at)? {
-        let location = ParameterLocation::parse(input.location)
-            .expect("the importer takes parameters from known locations only");
-        let style = input
-            .parameter
-            .get("style")
-            .and_then(Value::as_str)
-            .unwrap_or(location.default_style())
-            .to_owned();
-        let explode = input
-            .parameter
-            .get("explode")
-            .and_then(Value::as_bool)
-            .unwrap_or(style == "form");
-        let content = if input.parameter.contains_key("schema") {
-            None
-        } else {
-            input
-                .parameter
-                .get("content")
-                .and_then(Value::as_object)
-                .and_then(|content| content.keys().next().cloned())
-        };
-        parameters.push(ParameterBinding {
-            property: input.property,
-            name: input.name.to_owned(),
-            location,
-            style,
-            explode,
-            content,
-        });
-    }
+    let parameters = operation::inputs(&resolver, &credentials, &op, &at)?
+        .into_iter()
+        .map(parameter_binding)
+        .collect();
     let body =
         match operation.get("requestBody") {
             Some(body) => operation::body_of(resolver.follow(body, &format!("{at} requestBody"))?)
@@ -154,19 +125,11 @@ pub fn request_shape(document: &Value, method: &str, path: &str) -> Result<Reque
                 }),
             None => None,
         };
-    let servers = [
+    let server = first_server([
         operation.get("servers"),
         item.get("servers"),
         root.get("servers"),
-    ];
-    let server = servers
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_array)
-        .find(|servers| !servers.is_empty())
-        .and_then(|servers| servers.first())
-        .and_then(Value::as_object)
-        .and_then(server_url);
+    ]);
     Ok(RequestShape {
         method: upper(method),
         path: path.to_owned(),
@@ -174,6 +137,55 @@ pub fn request_shape(document: &Value, method: &str, path: &str) -> Result<Reque
         body,
         server,
     })
+}
+
+/// How the importer's input property is sent: the parameter's `style` and `explode` as the
+/// document gives them or as OpenAPI defaults them, and the media type when the parameter is
+/// described by `content` rather than `schema`.
+fn parameter_binding(input: operation::Input) -> ParameterBinding {
+    let location = ParameterLocation::parse(input.location)
+        .expect("the importer takes parameters from known locations only");
+    let style = input
+        .parameter
+        .get("style")
+        .and_then(Value::as_str)
+        .unwrap_or(location.default_style())
+        .to_owned();
+    let explode = input
+        .parameter
+        .get("explode")
+        .and_then(Value::as_bool)
+        .unwrap_or(style == "form");
+    let content = if input.parameter.contains_key("schema") {
+        None
+    } else {
+        input
+            .parameter
+            .get("content")
+            .and_then(Value::as_object)
+            .and_then(|content| content.keys().next().cloned())
+    };
+    ParameterBinding {
+        property: input.property,
+        name: input.name.to_owned(),
+        location,
+        style,
+        explode,
+        content,
+    }
+}
+
+/// The first server URL of the first non-empty `servers` list, most specific first
+/// (operation, path item, document).
+fn first_server(lists: [Option<&Value>; 3]) -> Option<String> {
+    lists
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .find(|servers| !servers.is_empty())
+        .and_then(|servers| servers.first())
+        .and_then(Value::as_object)
+        .and_then(server_url)
 }
 
 /// A server object's URL with `{variables}` replaced by their defaults.

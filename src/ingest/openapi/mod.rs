@@ -57,7 +57,7 @@ struct Importer<'d> {
     kept_nodes: usize,
 }
 
-impl Importer<'_> {
+impl<'d> Importer<'d> {
     /// The one `Arc` of a schema equal to `schema`; an error when the import may keep no more.
     fn share(&mut self, (schema, nodes): (Value, usize)) -> Result<Arc<Value>, String> {
         let json = serde_json::to_vec(&schema).expect("a JSON value always serialises");
@@ -74,6 +74,50 @@ impl Importer<'_> {
         let shared = Arc::new(schema);
         self.shared.insert(hash, Arc::clone(&shared));
         Ok(shared)
+    }
+
+    /// One operation as a tool, with the issue saying what was cut from it if anything was; or
+    /// the issue saying why it is skipped. `seen` maps the operation ids taken so far to the
+    /// operations that took them.
+    fn import_operation(
+        &mut self,
+        op: &Operation<'d>,
+        at: &str,
+        seen: &HashMap<String, String>,
+    ) -> Result<(ImportedTool, Option<ImportIssue>), ImportIssue> {
+        let operation = op.operation;
+        let given_id = operation
+            .get("operationId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.trim().is_empty());
+        let skip = |reason: String| ImportIssue::skipped(at.to_owned(), given_id, reason);
+        let operation_id = operation_id(given_id, op.method, op.path, seen).map_err(skip)?;
+        if self.budget.spent() {
+            return Err(skip(self.budget.spent_reason().reason("")));
+        }
+        let schemas = self.operation_schemas(op).map_err(skip)?;
+        let shared = self.share(schemas.input).and_then(|input| {
+            let output = schemas.output.map(|o| self.share(o)).transpose()?;
+            Ok((input, output))
+        });
+        let (input_schema, output_schema) = shared.map_err(skip)?;
+        let cut = schemas.cut.map(|reason| ImportIssue {
+            outcome: IssueOutcome::Cut,
+            ..skip(reason)
+        });
+        let tool = ImportedTool {
+            name: operation_id.clone(),
+            title: super::title(operation.get("summary").and_then(Value::as_str)),
+            description: description(operation, at),
+            operation_id,
+            method: upper(op.method),
+            path: op.path.to_owned(),
+            tags: tags(operation),
+            input_schema,
+            output_schema,
+            deprecated: operation.get("deprecated") == Some(&Value::Bool(true)),
+        };
+        Ok((tool, cut))
     }
 }
 
@@ -130,87 +174,53 @@ pub fn tools_from_document(document: &Value) -> Result<Import, IngestError> {
                 import.issues.push(ImportIssue::skipped(at, None, reason));
                 continue;
             };
-            let given_id = operation
-                .get("operationId")
-                .and_then(Value::as_str)
-                .filter(|id| !id.trim().is_empty());
-            let skip = |reason: String| ImportIssue::skipped(at.clone(), given_id, reason);
-            let operation_id = match given_id {
-                Some(id) => match seen.get(id) {
-                    Some(first) => {
-                        import.issues.push(skip(format!(
-                            "operationId '{id}' is already used by {first}"
-                        )));
-                        continue;
-                    }
-                    None => id.to_owned(),
-                },
-                None => {
-                    let base = generated_operation_id(method, path);
-                    let mut id = base.clone();
-                    let mut n = 2;
-                    while seen.contains_key(&id) {
-                        id = format!("{base}_{n}");
-                        n += 1;
-                    }
-                    id
-                }
-            };
-            if importer.budget.spent() {
-                import
-                    .issues
-                    .push(skip(importer.budget.spent_reason().reason("")));
-                continue;
-            }
             let op = Operation {
                 path,
                 method,
                 operation,
                 path_parameters,
             };
-            let schemas = match importer.operation_schemas(&op) {
-                Ok(schemas) => schemas,
-                Err(reason) => {
-                    import.issues.push(skip(reason));
-                    continue;
+            match importer.import_operation(&op, &at, &seen) {
+                Ok((tool, cut)) => {
+                    import.issues.extend(cut);
+                    seen.insert(tool.operation_id.clone(), at);
+                    import.tools.push(tool);
                 }
-            };
-            let shared = importer.share(schemas.input).and_then(|input| {
-                let output = schemas.output.map(|o| importer.share(o)).transpose()?;
-                Ok((input, output))
-            });
-            let (input_schema, output_schema) = match shared {
-                Ok(shared) => shared,
-                Err(reason) => {
-                    import.issues.push(skip(reason));
-                    continue;
-                }
-            };
-            if let Some(reason) = schemas.cut {
-                import.issues.push(ImportIssue {
-                    outcome: IssueOutcome::Cut,
-                    ..skip(reason)
-                });
+                Err(skipped) => import.issues.push(skipped),
             }
-            seen.insert(operation_id.clone(), at.clone());
-            import.tools.push(ImportedTool {
-                name: operation_id.clone(),
-                title: super::title(operation.get("summary").and_then(Value::as_str)),
-                description: description(operation, &at),
-                operation_id,
-                method: upper(method),
-                path: path.clone(),
-                tags: tags(operation),
-                input_schema,
-                output_schema,
-                deprecated: operation.get("deprecated") == Some(&Value::Bool(true)),
-            });
         }
     }
     import
         .tools
         .sort_by(|a, b| a.operation_id.cmp(&b.operation_id));
     Ok(import)
+}
+
+/// The tool's operation id: the given `operationId`, unless an earlier operation in `seen`
+/// has it (then the reason to skip this one); else `{method}_{path slug}`, made unique with
+/// `_2`, `_3`… in path order.
+fn operation_id(
+    given: Option<&str>,
+    method: &str,
+    path: &str,
+    seen: &HashMap<String, String>,
+) -> Result<String, String> {
+    match given {
+        Some(id) => match seen.get(id) {
+            Some(first) => Err(format!("operationId '{id}' is already used by {first}")),
+            None => Ok(id.to_owned()),
+        },
+        None => {
+            let base = generated_operation_id(method, path);
+            let mut id = base.clone();
+            let mut n = 2;
+            while seen.contains_key(&id) {
+                id = format!("{base}_{n}");
+                n += 1;
+            }
+            Ok(id)
+        }
+    }
 }
 
 /// Refuses what is not an OpenAPI 3.0 or 3.1 document.

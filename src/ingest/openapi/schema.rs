@@ -18,11 +18,15 @@
 //! Names under `properties` (and the like) and values under `enum`, `const`, `default` are
 //! data: kept exactly.
 
+mod rewrite;
+
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
+
+use self::rewrite::{agent_facing, merge_all_of, nullable};
 
 /// Nodes up to which a schema is inlined; a larger one is expanded with shared `$defs`.
 pub const INLINE_NODES: usize = 20_000;
@@ -210,12 +214,6 @@ const NAMED_SCHEMAS: [&str; 5] = [
 /// Keys whose value is data, never a schema.
 const DATA: [&str; 6] = ["enum", "const", "default", "required", "type", "format"];
 
-/// Whether a schema keyword reaches agents. `$recursiveAnchor` does not: every
-/// `$recursiveRef` is resolved to the schema that had it (see [`Expansion::expand`]).
-fn agent_facing(key: &str) -> bool {
-    !key.starts_with("x-") && !["example", "examples", "$recursiveAnchor"].contains(&key)
-}
-
 impl Expansion<'_, '_> {
     fn count(&mut self, nodes: usize) -> Result<(), SchemaError> {
         self.nodes += nodes;
@@ -386,112 +384,6 @@ impl Expansion<'_, '_> {
     }
 }
 
-/// OpenAPI 3.0's `nullable: true` as JSON Schema; `nullable: false` is just dropped.
-fn nullable(mut schema: Map<String, Value>) -> Map<String, Value> {
-    if schema.remove("nullable") != Some(Value::Bool(true)) {
-        return schema;
-    }
-    match schema.get_mut("type") {
-        Some(Value::String(single)) => {
-            let single = std::mem::take(single);
-            schema.insert("type".to_owned(), json!([single, "null"]));
-        }
-        Some(Value::Array(types)) => {
-            if !types.iter().any(|t| t == "null") {
-                types.push(json!("null"));
-            }
-        }
-        _ => {
-            let composed = ["$ref", "allOf", "anyOf", "oneOf", "enum", "const"]
-                .iter()
-                .any(|key| schema.contains_key(*key));
-            if !composed {
-                // No `type` and no constraint that could exclude null: null is already valid.
-                return schema;
-            }
-            let mut wrapper = Map::new();
-            wrapper.insert(
-                "anyOf".to_owned(),
-                json!([Value::Object(schema), {"type": "null"}]),
-            );
-            return wrapper;
-        }
-    }
-    if let Some(Value::Array(values)) = schema.get_mut("enum")
-        && !values.contains(&Value::Null)
-    {
-        values.push(Value::Null);
-    }
-    schema
-}
-
-/// Merges an `allOf` of object schemas into the schema holding it; leaves it when a part is not
-/// an object, is a reference (`$ref`), or the parts' `type`s disagree.
-fn merge_all_of(mut schema: Map<String, Value>) -> Map<String, Value> {
-    let Some(Value::Array(parts)) = schema.get("allOf") else {
-        return schema;
-    };
-    if parts
-        .iter()
-        .any(|part| !part.is_object() || part.get("$ref").is_some())
-    {
-        return schema;
-    }
-    let Some(Value::Array(parts)) = schema.remove("allOf") else {
-        return schema;
-    };
-    let mut merged = Map::new();
-    let fits = parts
-        .iter()
-        .filter_map(Value::as_object)
-        .chain([&schema])
-        .all(|part| merge_into(&mut merged, part));
-    if fits {
-        return merged;
-    }
-    schema.insert("allOf".to_owned(), Value::Array(parts));
-    schema
-}
-
-/// Adds `part` to `merged`; false when their `type`s conflict.
-fn merge_into(merged: &mut Map<String, Value>, part: &Map<String, Value>) -> bool {
-    for (key, value) in part {
-        match key.as_str() {
-            "properties" => {
-                let target = merged
-                    .entry("properties")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut();
-                if let (Some(target), Value::Object(properties)) = (target, value) {
-                    for (name, property) in properties {
-                        target.insert(name.clone(), property.clone());
-                    }
-                }
-            }
-            "required" => {
-                let target = merged.entry("required").or_insert_with(|| json!([]));
-                if let (Value::Array(target), Value::Array(required)) = (target, value) {
-                    for name in required {
-                        if !target.contains(name) {
-                            target.push(name.clone());
-                        }
-                    }
-                }
-            }
-            "type" => match merged.get("type") {
-                Some(existing) if existing != value => return false,
-                _ => {
-                    merged.insert(key.clone(), value.clone());
-                }
-            },
-            _ => {
-                merged.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    true
-}
-
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text)
         .decode_utf8()
@@ -499,182 +391,4 @@ fn percent_decode(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn expand(document: &Value, schema: &Value) -> Result<Value, SchemaError> {
-        let resolver = Resolver { root: document };
-        let budget = ImportBudget::new(10_000_000, Instant::now() + Duration::from_secs(60));
-        expand_with(&resolver, &budget, |expansion| expansion.schema(schema))
-            .map(|(schema, _)| schema)
-    }
-
-    #[test]
-    fn cycles_go_to_defs() {
-        let document = json!({"components": {"schemas": {"Node": {"type": "object", "properties": {
-            "children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}});
-        assert_eq!(
-            expand(&document, &json!({"$ref": "#/components/schemas/Node"})),
-            Ok(json!({
-                "type": "object",
-                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
-                "$defs": {"Node": {"type": "object", "properties": {
-                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}
-            }))
-        );
-    }
-
-    /// Ten levels of ten references each: 10^10 nodes inlined, 100 or so in `$defs`.
-    #[test]
-    fn a_reference_bomb_is_expanded_with_shared_defs() {
-        let mut schemas = Map::new();
-        schemas.insert("L0".to_owned(), json!({"type": "string"}));
-        for level in 1..=10 {
-            let properties: Map<String, Value> = (0..10)
-                .map(|i| {
-                    (
-                        format!("p{i}"),
-                        json!({"$ref": format!("#/components/schemas/L{}", level - 1)}),
-                    )
-                })
-                .collect();
-            schemas.insert(
-                format!("L{level}"),
-                json!({"type": "object", "properties": properties}),
-            );
-        }
-        let document = json!({"components": {"schemas": schemas}});
-        let expanded = expand(&document, &json!({"$ref": "#/components/schemas/L10"}))
-            .expect("expands in the $defs form");
-        assert_eq!(expanded["$ref"], json!("#/$defs/L10"));
-        assert_eq!(expanded["$defs"].as_object().map(Map::len), Some(11));
-        assert_eq!(
-            expanded["$defs"]["L3"]["properties"]["p9"],
-            json!({"$ref": "#/$defs/L2"})
-        );
-    }
-
-    #[test]
-    fn nullable_becomes_json_schema() {
-        let document = json!({"components": {"schemas": {"Pet": {"type": "object"}}}});
-        let cases = [
-            (
-                json!({"type": "string", "nullable": true}),
-                json!({"type": ["string", "null"]}),
-            ),
-            (
-                json!({"type": "string", "enum": ["a"], "nullable": true}),
-                json!({"type": ["string", "null"], "enum": ["a", null]}),
-            ),
-            (
-                json!({"allOf": [{"$ref": "#/components/schemas/Pet"}], "nullable": true}),
-                json!({"type": ["object", "null"]}),
-            ),
-            (
-                json!({"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": true}),
-                json!({"anyOf": [{"oneOf": [{"type": "string"}, {"type": "integer"}]}, {"type": "null"}]}),
-            ),
-            (
-                json!({"type": "string", "nullable": false}),
-                json!({"type": "string"}),
-            ),
-            (json!({"nullable": true}), json!({})),
-        ];
-        for (schema, expected) in cases {
-            assert_eq!(expand(&document, &schema), Ok(expected), "{schema}");
-        }
-    }
-
-    #[test]
-    fn extensions_and_examples_are_dropped_but_names_and_data_are_kept() {
-        let schema = json!({
-            "type": "object", "x-stripeResource": {"class_name": "Charge"}, "example": {"a": 1},
-            "properties": {
-                "example": {"type": "string", "examples": ["x"], "x-expandableFields": []},
-                "x-rate": {"type": "integer", "default": {"x-keep": 1}, "enum": [{"example": 2}]}
-            }
-        });
-        assert_eq!(
-            expand(&json!({}), &schema),
-            Ok(json!({
-                "type": "object",
-                "properties": {
-                    "example": {"type": "string"},
-                    "x-rate": {"type": "integer", "default": {"x-keep": 1}, "enum": [{"example": 2}]}
-                }
-            }))
-        );
-    }
-
-    #[test]
-    fn a_recursive_ref_refers_to_its_anchor_in_defs() {
-        let document = json!({"components": {"schemas": {"Filter": {
-            "$recursiveAnchor": true, "type": "object",
-            "properties": {"filters": {"type": "array", "items": {"$recursiveRef": "#"}}}}}}});
-        assert_eq!(
-            expand(&document, &json!({"$ref": "#/components/schemas/Filter"})),
-            Ok(json!({
-                "type": "object",
-                "properties": {"filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}}},
-                "$defs": {"Filter": {"type": "object", "properties": {
-                    "filters": {"type": "array", "items": {"$ref": "#/$defs/Filter"}}}}}
-            }))
-        );
-        let lost = expand(&json!({}), &json!({"items": {"$recursiveRef": "#"}}));
-        assert!(matches!(lost, Err(SchemaError::Invalid(_))), "{lost:?}");
-    }
-
-    #[test]
-    fn defs_names_need_no_escaping() {
-        let document = json!({"components": {"schemas": {"a/b c": {"type": "array",
-            "items": {"$ref": "#/components/schemas/a~1b%20c"}}}}});
-        let expanded =
-            expand(&document, &json!({"$ref": "#/components/schemas/a~1b%20c"})).expect("expands");
-        assert_eq!(expanded["items"], json!({"$ref": "#/$defs/a_b_c"}));
-        assert!(expanded["$defs"]["a_b_c"].is_object(), "{expanded}");
-    }
-
-    #[test]
-    fn remote_and_dangling_refs_are_errors() {
-        let remote = expand(
-            &json!({}),
-            &json!({"$ref": "https://evil.example/schema.json"}),
-        );
-        assert!(
-            matches!(&remote, Err(SchemaError::Invalid(reason)) if reason.contains("remote $ref")),
-            "{remote:?}"
-        );
-        let dangling = expand(&json!({}), &json!({"$ref": "#/components/schemas/Gone"}));
-        assert!(
-            matches!(&dangling, Err(SchemaError::Invalid(reason)) if reason.contains("points at nothing")),
-            "{dangling:?}"
-        );
-    }
-
-    #[test]
-    fn the_import_budget_is_shared_and_stops_expansion() {
-        let resolver = Resolver { root: &Value::Null };
-        let budget = ImportBudget::new(5, Instant::now() + Duration::from_secs(60));
-        let schema = json!({"type": "object", "properties": {"a": {}, "b": {}}});
-        assert!(expand_with(&resolver, &budget, |e| e.schema(&schema)).is_ok());
-        let spent = expand_with(&resolver, &budget, |e| e.schema(&schema));
-        assert!(
-            matches!(spent, Err(SchemaError::ImportBudget(_))),
-            "{spent:?}"
-        );
-        assert!(budget.spent());
-    }
-
-    #[test]
-    fn all_of_with_conflicting_types_is_kept() {
-        let merged = merge_all_of(
-            json!({"allOf": [{"type": "string"}, {"type": "object"}]})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        );
-        assert!(merged.contains_key("allOf"));
-    }
-}
+mod tests;
