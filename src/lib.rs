@@ -13,6 +13,7 @@
 //! | transports | [`http`] (REST, SSE, MCP, AuthZEN, admin) |
 //! | entry points | [`server`] (bind and serve), [`cli`] (the command line) |
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 /// The application built from settings: every service the transports use, and the background
 /// work beside requests.

@@ -31,7 +31,7 @@ pub(crate) struct Validity {
 
 impl Validity {
     /// Whether the token is acceptable at unix time `now`.
-    pub fn contains(&self, now: i64) -> bool {
+    pub(super) fn contains(&self, now: i64) -> bool {
         self.from <= now && now < self.until
     }
 }
@@ -42,7 +42,11 @@ impl ClaimRules {
     /// `exp` is required unless `require_exp` is off, and the token must not be past it by
     /// more than the leeway; `nbf`, when present, likewise. `iss` and `aud` must be present and match only when
     /// configured. A registered claim with the wrong JSON type is [`AuthError::Malformed`].
-    pub fn check(&self, claims: &Map<String, Value>, now: i64) -> Result<Validity, AuthError> {
+    pub(super) fn check(
+        &self,
+        claims: &Map<String, Value>,
+        now: i64,
+    ) -> Result<Validity, AuthError> {
         let expires_at = claims.get("exp").map(numeric_date).transpose()?;
         if self.require_exp && expires_at.is_none() {
             return Err(AuthError::MissingExpiry);

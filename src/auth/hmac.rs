@@ -28,7 +28,7 @@ pub(crate) struct HmacKeys {
 
 impl HmacKeys {
     /// Keys the three HMAC states with `secret`.
-    pub fn new(secret: &[u8]) -> Self {
+    pub(super) fn new(secret: &[u8]) -> Self {
         const ANY_LENGTH: &str = "HMAC accepts keys of any length";
         Self {
             hs256: Hmac::new_from_slice(secret).expect(ANY_LENGTH),
@@ -41,7 +41,7 @@ impl HmacKeys {
     ///
     /// A non-HS algorithm is [`AuthError::DisallowedAlgorithm`]: this key is never used for
     /// anything but HMAC.
-    pub fn verify(
+    pub(super) fn verify(
         &self,
         alg: Algorithm,
         signing_input: &[u8],

@@ -35,7 +35,7 @@ impl JwksCache {
     ///
     /// An unreadable or invalid file is a set-up error; an unreachable URL only logs a warning
     /// and starts with no keys, to be filled by later refetches.
-    pub async fn load(
+    pub(super) async fn load(
         source: JwksSource,
         refresh_interval: Duration,
         min_refetch_interval: Duration,
@@ -68,7 +68,7 @@ impl JwksCache {
 
     /// Counts the key sets made current. A token verified while it read `g` may have used the
     /// set of `g` or a newer one, never an older one (the set is stored before the bump).
-    pub fn generation(&self) -> u64 {
+    pub(super) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
@@ -79,7 +79,7 @@ impl JwksCache {
 
     /// Checks an asymmetric signature, refetching the JWKS once if no key fits (a key
     /// rotation at the IdP shows up as a new `kid`).
-    pub async fn verify(
+    pub(super) async fn verify(
         &self,
         alg: Algorithm,
         kid: Option<&str>,
@@ -141,7 +141,7 @@ impl JwksCache {
     /// Starts the background refresh: every `refresh_interval`, and after a failure sooner
     /// (from `min_refetch_interval`, doubling up to `refresh_interval`). The task holds only a
     /// weak reference and ends once the cache is dropped.
-    pub fn spawn_refresh(self: &Arc<Self>) -> JoinHandle<()> {
+    pub(super) fn spawn_refresh(self: &Arc<Self>) -> JoinHandle<()> {
         let cache: Weak<Self> = Arc::downgrade(self);
         let every = self.refresh_interval.max(Duration::from_secs(1));
         let retry = self

@@ -24,7 +24,7 @@ pub(crate) enum JwksSource {
 
 impl JwksSource {
     /// Interprets the configured `TOOLGATE_JWKS_URL` value.
-    pub fn parse(value: &str) -> Result<Self, AuthSetupError> {
+    pub(super) fn parse(value: &str) -> Result<Self, AuthSetupError> {
         let invalid = |reason: String| AuthSetupError::InvalidJwksSource {
             value: value.to_owned(),
             reason,
@@ -55,7 +55,7 @@ impl JwksSource {
     }
 
     /// Reads the raw document, refusing anything over the size limit.
-    pub async fn fetch(&self) -> Result<Vec<u8>, JwksError> {
+    pub(super) async fn fetch(&self) -> Result<Vec<u8>, JwksError> {
         let too_large = JwksError::TooLarge {
             limit: MAX_JWKS_BYTES,
         };

@@ -52,7 +52,7 @@ impl KeySet {
     /// Parses a JWKS document. Keys that cannot be used for signature verification are
     /// skipped (and logged at debug level) rather than failing the whole set, so one exotic
     /// key at the IdP does not lock everyone out.
-    pub fn parse(json: &[u8]) -> Result<Self, JwksError> {
+    pub(super) fn parse(json: &[u8]) -> Result<Self, JwksError> {
         let document: JwksDocument = serde_json::from_slice(json).map_err(JwksError::NotJwks)?;
         let keys = document
             .keys
@@ -68,7 +68,7 @@ impl KeySet {
     }
 
     /// How many usable keys the set holds.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.keys.len()
     }
 
@@ -77,7 +77,7 @@ impl KeySet {
     ///
     /// [`AuthError::UnknownKey`] means "no candidate key here" (worth a refetch);
     /// [`AuthError::DisallowedAlgorithm`] means the `kid` exists but is not for `alg`.
-    pub fn verify(
+    pub(super) fn verify(
         &self,
         alg: Algorithm,
         kid: Option<&str>,

@@ -48,7 +48,7 @@ struct RawHeader<'a> {
 
 impl<'a> TokenParts<'a> {
     /// Splits `header.payload.signature`; anything else is [`AuthError::Malformed`].
-    pub fn split(token: &'a str) -> Result<Self, AuthError> {
+    pub(super) fn split(token: &'a str) -> Result<Self, AuthError> {
         if token.is_empty() {
             return Err(AuthError::Missing);
         }
@@ -73,7 +73,7 @@ impl<'a> TokenParts<'a> {
     /// `alg: none` and algorithms outside the supported set are
     /// [`AuthError::DisallowedAlgorithm`]; a `crit` header is refused because none of its
     /// extensions is understood here (RFC 7515 §4.1.11).
-    pub fn header<'b>(&self, buf: &'b mut Vec<u8>) -> Result<JoseHeader<'b>, AuthError> {
+    pub(super) fn header<'b>(&self, buf: &'b mut Vec<u8>) -> Result<JoseHeader<'b>, AuthError> {
         URL_SAFE_NO_PAD
             .decode_vec(self.header, buf)
             .map_err(|_| AuthError::Malformed)?;
@@ -94,7 +94,7 @@ impl<'a> TokenParts<'a> {
     }
 
     /// Decodes the payload into the full claim set; it must be a JSON object.
-    pub fn claims(&self) -> Result<Map<String, Value>, AuthError> {
+    pub(super) fn claims(&self) -> Result<Map<String, Value>, AuthError> {
         let json = URL_SAFE_NO_PAD
             .decode(self.payload)
             .map_err(|_| AuthError::Malformed)?;

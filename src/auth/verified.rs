@@ -51,7 +51,7 @@ pub(crate) struct VerifiedTokens {
 }
 
 impl VerifiedTokens {
-    pub fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize) -> Self {
         Self {
             entries: RwLock::new(LruCache::new(
                 NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
@@ -61,7 +61,12 @@ impl VerifiedTokens {
 
     /// The earlier verification of exactly `token`, if it is valid at unix time `now` and was
     /// made with the keys of `key_generation`.
-    pub fn get(&self, token: &str, now: i64, key_generation: u64) -> Option<Arc<VerifiedToken>> {
+    pub(super) fn get(
+        &self,
+        token: &str,
+        now: i64,
+        key_generation: u64,
+    ) -> Option<Arc<VerifiedToken>> {
         {
             let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
             let entry = entries.peek(token)?;
@@ -78,7 +83,7 @@ impl VerifiedTokens {
     }
 
     /// Remembers a token that passed every check with the keys of `key_generation`.
-    pub fn insert(
+    pub(super) fn insert(
         &self,
         token: &str,
         verified: Arc<VerifiedToken>,
@@ -97,7 +102,7 @@ impl VerifiedTokens {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.entries
             .read()
             .unwrap_or_else(PoisonError::into_inner)

@@ -8,7 +8,7 @@ use super::{ConfigError, Environment};
 use crate::cache::CacheBudgets;
 
 /// The environment variables read here.
-pub const VARIABLES: [&str; 5] = [
+pub(super) const VARIABLES: [&str; 5] = [
     "TOOLGATE_CACHE_MANIFEST_BYTES",
     "TOOLGATE_CACHE_ACCESS_BYTES",
     "TOOLGATE_CACHE_EVALUATION_BYTES",
@@ -39,7 +39,7 @@ pub(super) struct CacheLayer {
 }
 
 impl CacheLayer {
-    pub fn from_file(section: CacheSection, place: &str) -> Result<CacheLayer, ConfigError> {
+    pub(super) fn from_file(section: CacheSection, place: &str) -> Result<CacheLayer, ConfigError> {
         Ok(CacheLayer {
             manifest_bytes: section.manifest_bytes,
             access_bytes: section.access_bytes,
@@ -55,7 +55,7 @@ impl CacheLayer {
         })
     }
 
-    pub fn from_env(env: &Environment) -> Result<CacheLayer, ConfigError> {
+    pub(super) fn from_env(env: &Environment) -> Result<CacheLayer, ConfigError> {
         let number = |name: &str| env.get(name).map(|t| number::integer(name, t)).transpose();
         Ok(CacheLayer {
             manifest_bytes: number("TOOLGATE_CACHE_MANIFEST_BYTES")?,
@@ -71,7 +71,7 @@ impl CacheLayer {
     }
 
     /// `higher` on top of `self`.
-    pub fn overlaid_by(self, higher: CacheLayer) -> CacheLayer {
+    pub(super) fn overlaid_by(self, higher: CacheLayer) -> CacheLayer {
         CacheLayer {
             manifest_bytes: higher.manifest_bytes.or(self.manifest_bytes),
             access_bytes: higher.access_bytes.or(self.access_bytes),
@@ -82,7 +82,7 @@ impl CacheLayer {
     }
 
     /// The budgets, defaults where no source said.
-    pub fn budgets(self) -> CacheBudgets {
+    pub(super) fn budgets(self) -> CacheBudgets {
         let defaults = CacheBudgets::default();
         let bytes = |value: Option<u64>, default: usize| {
             value.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::ConfigError;
 
 /// The prefix of every toolgate variable.
-pub const PREFIX: &str = "TOOLGATE_";
+pub(super) const PREFIX: &str = "TOOLGATE_";
 
 /// The `TOOLGATE_*` variables (and `RUST_LOG` and the `OTEL_*` ones toolgate reads) at one
 /// moment.

@@ -72,7 +72,7 @@ impl BudgetLayer {
 
 impl Layer {
     /// `higher` on top of `self`: each value of `higher` replaces the one below it.
-    pub fn overlaid_by(self, higher: Layer) -> Layer {
+    pub(super) fn overlaid_by(self, higher: Layer) -> Layer {
         Layer {
             listen: higher.listen.or(self.listen),
             data_dir: higher.data_dir.or(self.data_dir),

@@ -12,7 +12,7 @@ use crate::service::mcp::{McpSettings, SessionLimits};
 use crate::upstream::CallLimits;
 
 /// The environment variables read here.
-pub const VARIABLES: [&str; 8] = [
+pub(super) const VARIABLES: [&str; 8] = [
     "TOOLGATE_PUBLIC_URL",
     "TOOLGATE_MCP_PAGE_SIZE",
     "TOOLGATE_MCP_SESSIONS_PER_SUBJECT",
@@ -52,7 +52,7 @@ pub(super) struct McpLayer {
 
 impl McpLayer {
     /// From the file's `[mcp]`; `place` names the file in messages.
-    pub fn from_file(section: McpSection, place: &str) -> Result<McpLayer, ConfigError> {
+    pub(super) fn from_file(section: McpSection, place: &str) -> Result<McpLayer, ConfigError> {
         let named = |key: &str| format!("mcp.{key}{place}");
         let positive = |key: &str, value: Option<u64>| {
             value
@@ -79,7 +79,7 @@ impl McpLayer {
     }
 
     /// From the environment.
-    pub fn from_env(env: &Environment) -> Result<McpLayer, ConfigError> {
+    pub(super) fn from_env(env: &Environment) -> Result<McpLayer, ConfigError> {
         let number = |name: &str| env.get(name).map(|t| number::integer(name, t)).transpose();
         let positive = |name: &str| -> Result<Option<u64>, ConfigError> {
             number(name)?
@@ -115,7 +115,7 @@ impl McpLayer {
     }
 
     /// `higher` on top of `self`.
-    pub fn overlaid_by(self, higher: McpLayer) -> McpLayer {
+    pub(super) fn overlaid_by(self, higher: McpLayer) -> McpLayer {
         McpLayer {
             public_url: higher.public_url.or(self.public_url),
             page_size: higher.page_size.or(self.page_size),
@@ -129,7 +129,7 @@ impl McpLayer {
     }
 
     /// The settings, defaults where no source said.
-    pub fn settings(self) -> McpSettings {
+    pub(super) fn settings(self) -> McpSettings {
         let defaults = McpSettings::default();
         let size = |value: Option<u64>, default: usize| {
             value.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))

@@ -34,7 +34,7 @@ pub(super) struct ClaimEvaluation<'c> {
 }
 
 impl<'c> ClaimEvaluation<'c> {
-    pub fn new(snapshot: &Snapshot, claims: &'c Claims) -> Self {
+    pub(super) fn new(snapshot: &Snapshot, claims: &'c Claims) -> Self {
         ClaimEvaluation {
             claims,
             paths: vec![None; snapshot.paths.len()],
@@ -42,7 +42,7 @@ impl<'c> ClaimEvaluation<'c> {
         }
     }
 
-    pub fn matcher(&mut self, snapshot: &Snapshot, index: u32) -> bool {
+    pub(super) fn matcher(&mut self, snapshot: &Snapshot, index: u32) -> bool {
         if let Some(result) = self.matchers[index as usize] {
             return result;
         }
@@ -53,7 +53,7 @@ impl<'c> ClaimEvaluation<'c> {
         result
     }
 
-    pub fn claim(&mut self, snapshot: &Snapshot, path: u32) -> Option<&'c Value> {
+    pub(super) fn claim(&mut self, snapshot: &Snapshot, path: u32) -> Option<&'c Value> {
         let claims = self.claims;
         *self.paths[path as usize]
             .get_or_insert_with(|| snapshot.paths[path as usize].resolve(claims))

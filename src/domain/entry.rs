@@ -276,7 +276,7 @@ pub(super) fn truncate(hash: blake3::Hash) -> [u8; 16] {
 /// A value of any serialisable type behind one reference type, so that one closure can write
 /// every field of an entry.
 mod erased {
-    pub trait Serialize {
+    pub(super) trait Serialize {
         fn write(&self, out: &mut Vec<u8>);
     }
 

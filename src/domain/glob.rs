@@ -65,7 +65,7 @@ pub enum GlobError {
 }
 
 /// that they consume one whole character.
-pub fn to_regex(glob: &str, case: Case) -> Result<String, GlobError> {
+pub(super) fn to_regex(glob: &str, case: Case) -> Result<String, GlobError> {
     let tokens = parse(glob)?;
     let mut out = String::with_capacity(glob.len() * 2 + 8);
     out.push_str("^(?:");

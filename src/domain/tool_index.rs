@@ -13,14 +13,14 @@ const EMPTY: u32 = u32::MAX;
 
 /// Positions of ids, by id; built once per snapshot over its (distinct) tool ids.
 #[derive(Debug)]
-pub struct ToolIndex {
+pub(super) struct ToolIndex {
     slots: Box<[u32]>,
     hasher: RandomState,
 }
 
 impl ToolIndex {
     /// The index of `ids` (distinct), each found at its position in the iteration.
-    pub fn new<'a>(ids: impl ExactSizeIterator<Item = &'a str>) -> ToolIndex {
+    pub(super) fn new<'a>(ids: impl ExactSizeIterator<Item = &'a str>) -> ToolIndex {
         let capacity = (ids.len() * 2).next_power_of_two().max(8);
         let mut index = ToolIndex {
             slots: vec![EMPTY; capacity].into_boxed_slice(),
@@ -43,7 +43,7 @@ impl ToolIndex {
     }
 
     /// The position of `id`, given the ids by position (`id_at`), if it is one of them.
-    pub fn find<'s>(&self, id: &str, id_at: impl Fn(u32) -> &'s str) -> Option<u32> {
+    pub(super) fn find<'s>(&self, id: &str, id_at: impl Fn(u32) -> &'s str) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut slot = self.start(id);
         loop {

@@ -24,7 +24,7 @@ use crate::service::Caller;
 
 static PRECOMPUTED: RwLock<Option<Arc<RenderedManifest>>> = RwLock::new(None);
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/bench/precomputed", get(serve).post(prepare))
 }
 

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::AppState;
 use super::errors::ApiError;
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -70,13 +70,16 @@ async fn metrics(State(state): State<AppState>) -> Response {
     }
 }
 
-pub async fn not_found(uri: axum::http::Uri) -> Response {
+pub(super) async fn not_found(uri: axum::http::Uri) -> Response {
     ApiError::NotFound(format!("no route for {}", uri.path())).into_response()
 }
 
 /// A known path asked with a method it does not have. The router adds the `Allow` header to
 /// this answer; without this handler its 405 would have an empty body.
-pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+pub(super) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> Response {
     ApiError::MethodNotAllowed(format!(
         "{} does not accept {method}; the Allow header lists the methods it does",
         uri.path()
@@ -85,7 +88,7 @@ pub async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri
 }
 
 /// A panic is a bug: log it, answer a generic 500, keep serving.
-pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
+pub(super) fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
     let message = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())

@@ -18,12 +18,12 @@ use crate::telemetry::Metrics;
 
 /// Wraps the router's services in [`RecordRequests`].
 #[derive(Clone)]
-pub struct RecordRequestsLayer {
+pub(super) struct RecordRequestsLayer {
     metrics: Arc<Metrics>,
 }
 
 impl RecordRequestsLayer {
-    pub fn new(metrics: Arc<Metrics>) -> Self {
+    pub(super) fn new(metrics: Arc<Metrics>) -> Self {
         RecordRequestsLayer { metrics }
     }
 }
@@ -41,7 +41,7 @@ impl<S> Layer<S> for RecordRequestsLayer {
 
 /// See the module documentation.
 #[derive(Clone)]
-pub struct RecordRequests<S> {
+pub(super) struct RecordRequests<S> {
     inner: S,
     metrics: Arc<Metrics>,
 }

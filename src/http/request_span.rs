@@ -23,14 +23,14 @@ use super::REQUEST_ID;
 use crate::telemetry::otel;
 
 /// The longest request id kept from a client; a longer one is replaced.
-pub const MAX_REQUEST_ID_LEN: usize = 128;
+pub(super) const MAX_REQUEST_ID_LEN: usize = 128;
 
 /// Keeps the client's `x-request-id` only when it is one short, plain token
 /// (`[A-Za-z0-9._:-]`, 1 to [`MAX_REQUEST_ID_LEN`] bytes); otherwise removes it, so that a
 /// fresh id is generated. The id is echoed, logged and stored in audit records: an
 /// unbounded or arbitrary value would let a client bloat them, forge log lines or smuggle
 /// markup into whatever displays them. Several ids on one request are removed too.
-pub fn keep_plain_request_id<B>(mut request: Request<B>) -> Request<B> {
+pub(super) fn keep_plain_request_id<B>(mut request: Request<B>) -> Request<B> {
     let headers = request.headers_mut();
     let mut values = headers.get_all(&REQUEST_ID).iter();
     let plain = match (values.next(), values.next()) {
@@ -52,10 +52,10 @@ fn is_plain_request_id(id: &[u8]) -> bool {
 }
 
 /// The tracing layer of the router: [`RequestSpan`] per request, [`Finished`] per response.
-pub type RequestTraceLayer =
+pub(super) type RequestTraceLayer =
     TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, DefaultOnRequest, Finished>;
 
-pub fn layer() -> RequestTraceLayer {
+pub(super) fn layer() -> RequestTraceLayer {
     TraceLayer::new_for_http()
         .make_span_with(RequestSpan)
         .on_response(Finished)
@@ -63,7 +63,7 @@ pub fn layer() -> RequestTraceLayer {
 
 /// Makes the `request` span.
 #[derive(Debug, Clone, Copy)]
-pub struct RequestSpan;
+pub(super) struct RequestSpan;
 
 impl<B> MakeSpan<B> for RequestSpan {
     fn make_span(&mut self, request: &Request<B>) -> Span {
@@ -105,7 +105,7 @@ impl<B> MakeSpan<B> for RequestSpan {
 /// Logs one line per answered request (status and latency, in the request's span) and, when
 /// traces are exported, records the status on the span.
 #[derive(Debug, Clone, Copy)]
-pub struct Finished;
+pub(super) struct Finished;
 
 impl<B> OnResponse<B> for Finished {
     fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {

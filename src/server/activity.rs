@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 /// The exchanges of one connection.
 #[derive(Debug)]
-pub struct Activity {
+pub(super) struct Activity {
     born: Instant,
     in_flight: AtomicUsize,
     /// When `in_flight` last changed, in milliseconds since `born`.
@@ -28,7 +28,7 @@ pub struct Activity {
 
 impl Activity {
     /// A connection that has just been accepted: nothing in flight since now.
-    pub fn new() -> Arc<Activity> {
+    pub(super) fn new() -> Arc<Activity> {
         Arc::new(Activity {
             born: Instant::now(),
             in_flight: AtomicUsize::new(0),
@@ -37,7 +37,7 @@ impl Activity {
     }
 
     /// One exchange starts; it ends when the returned guard is dropped.
-    pub fn begin(self: &Arc<Self>) -> InFlight {
+    pub(super) fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.touch();
         InFlight(Arc::clone(self))
@@ -54,7 +54,7 @@ impl Activity {
 
     /// Resolves once the connection has had nothing in flight for `idle`. While exchanges are
     /// in flight it only wakes once per `idle` to look again.
-    pub async fn idle_for(&self, idle: Duration) {
+    pub(super) async fn idle_for(&self, idle: Duration) {
         loop {
             let busy = self.in_flight.load(Ordering::SeqCst) > 0;
             let wake = if busy {
@@ -72,14 +72,14 @@ impl Activity {
     }
 
     /// Whether an exchange is in flight now.
-    pub fn is_busy(&self) -> bool {
+    pub(super) fn is_busy(&self) -> bool {
         self.in_flight.load(Ordering::SeqCst) > 0
     }
 }
 
 /// One exchange in flight; dropping it ends the exchange.
 #[derive(Debug)]
-pub struct InFlight(Arc<Activity>);
+pub(super) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -100,7 +100,7 @@ pin_project_lite::pin_project! {
 
 impl TrackedBody {
     /// `body`, with `exchange` ending when it is done.
-    pub fn wrap(inner: Body, exchange: InFlight) -> Body {
+    pub(super) fn wrap(inner: Body, exchange: InFlight) -> Body {
         Body::new(TrackedBody { inner, exchange })
     }
 }

@@ -73,7 +73,7 @@ pub struct ConnectionLimits {
 /// that moment (nothing sent yet, so no exchange to finish) is closed at once: waiting for it
 /// would hold the shutdown for up to the header timeout (an HTTP client's pool can open such
 /// a connection and never use it).
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,

@@ -16,7 +16,7 @@ use crate::stream::{StreamClass, StreamHub};
 use crate::telemetry::{Metrics, Reading, ReadingKind};
 
 /// The parts of a running gateway whose own counters are observed.
-pub struct Observed {
+pub(super) struct Observed {
     pub manifests: Weak<Manifests>,
     pub decisions: Weak<Decisions>,
     pub hub: Weak<StreamHub>,
@@ -28,7 +28,7 @@ pub struct Observed {
 
 impl Observed {
     /// The observed parts of a running gateway, held weakly.
-    pub fn of(state: &AppState) -> Observed {
+    pub(super) fn of(state: &AppState) -> Observed {
         let app = &state.app;
         Observed {
             manifests: Arc::downgrade(&app.manifests),
@@ -108,7 +108,7 @@ macro_rules! register_cache {
 }
 
 /// Registers every value of `gateway` with `metrics`.
-pub fn register(metrics: &Metrics, gateway: Observed) {
+pub(super) fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
         manifests,
         decisions,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use crate::domain::model::Catalog;
 use crate::store::{Change, Entity, EntityKind};
 
-pub fn changes_between(old: &Catalog, new: &Catalog) -> Vec<Change> {
+pub(super) fn changes_between(old: &Catalog, new: &Catalog) -> Vec<Change> {
     let mut changes = Vec::new();
     collection(
         &mut changes,

@@ -20,7 +20,7 @@ struct Stripe(AtomicU64);
 
 /// A monotonic count split over [`STRIPES`] cache lines.
 #[derive(Default)]
-pub struct StripedCounter {
+pub(super) struct StripedCounter {
     stripes: [Stripe; STRIPES],
 }
 
@@ -32,13 +32,13 @@ thread_local! {
 }
 
 impl StripedCounter {
-    pub fn add(&self, n: u64) {
+    pub(super) fn add(&self, n: u64) {
         let stripe = STRIPE.with(|stripe| *stripe);
         self.stripes[stripe].0.fetch_add(n, Ordering::Relaxed);
     }
 
     /// The total of every add so far.
-    pub fn get(&self) -> u64 {
+    pub(super) fn get(&self) -> u64 {
         self.stripes
             .iter()
             .map(|stripe| stripe.0.load(Ordering::Relaxed))
@@ -58,7 +58,7 @@ struct HistogramStripe<const N: usize> {
 
 /// A histogram with `N` fixed upper bounds (inclusive, as Prometheus' `le` and OpenTelemetry's
 /// explicit buckets), split over [`STRIPES`] stripes.
-pub struct StripedHistogram<const N: usize> {
+pub(super) struct StripedHistogram<const N: usize> {
     bounds: [f64; N],
     stripes: [HistogramStripe<N>; STRIPES],
 }
@@ -75,7 +75,7 @@ pub struct HistogramSnapshot {
 
 impl<const N: usize> StripedHistogram<N> {
     /// `bounds` must ascend.
-    pub fn new(bounds: [f64; N]) -> Self {
+    pub(super) fn new(bounds: [f64; N]) -> Self {
         debug_assert!(bounds.windows(2).all(|pair| pair[0] < pair[1]));
         StripedHistogram {
             bounds,
@@ -87,7 +87,7 @@ impl<const N: usize> StripedHistogram<N> {
         }
     }
 
-    pub fn record(&self, value: f64) {
+    pub(super) fn record(&self, value: f64) {
         let stripe = &self.stripes[STRIPE.with(|stripe| *stripe)];
         let bucket = self.bounds.partition_point(|bound| *bound < value);
         match stripe.counts.get(bucket) {
@@ -102,7 +102,7 @@ impl<const N: usize> StripedHistogram<N> {
             });
     }
 
-    pub fn snapshot(&self) -> HistogramSnapshot {
+    pub(super) fn snapshot(&self) -> HistogramSnapshot {
         let mut counts = vec![0u64; N + 1];
         let mut sum = 0.0;
         for stripe in &self.stripes {

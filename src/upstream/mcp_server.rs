@@ -22,10 +22,10 @@ use crate::domain::source_config::{self, ImportConfig};
 use crate::ingest::mcp_server::{McpError, McpReply, McpSession};
 
 /// Sources whose sessions are kept open at once.
-pub const MAX_SESSIONS: usize = 256;
+pub(super) const MAX_SESSIONS: usize = 256;
 
 /// The pooled sessions, one per `mcp` source.
-pub struct Sessions {
+pub(super) struct Sessions {
     pool: Pool<McpSession>,
 }
 
@@ -45,7 +45,7 @@ fn end_session(session: Arc<McpSession>) {
 }
 
 /// Calls `tool` on the MCP server of `source`.
-pub async fn call(
+pub(super) async fn call(
     sessions: &Sessions,
     client: &reqwest::Client,
     limits: CallLimits,

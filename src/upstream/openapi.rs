@@ -29,12 +29,12 @@ use crate::ingest::openapi::{RequestShape, request_shape};
 use crate::ingest::{self, IngestError};
 
 /// Sources whose documents are kept at once.
-pub const MAX_DOCUMENTS: usize = 64;
+pub(super) const MAX_DOCUMENTS: usize = 64;
 /// How long a kept document is used before it is read again.
-pub const DOCUMENT_MAX_AGE: Duration = Duration::from_secs(300);
+pub(super) const DOCUMENT_MAX_AGE: Duration = Duration::from_secs(300);
 
 /// The parsed documents of `openapi` sources, one per source.
-pub struct Documents {
+pub(super) struct Documents {
     pool: Pool<Document>,
 }
 
@@ -60,7 +60,7 @@ struct Prepared {
 }
 
 /// What one call needs of the adapter.
-pub struct Call<'u> {
+pub(super) struct Call<'u> {
     pub client: &'u reqwest::Client,
     pub limits: CallLimits,
     pub documents: &'u Documents,
@@ -68,7 +68,7 @@ pub struct Call<'u> {
 
 impl Call<'_> {
     /// Calls `tool` of `source` with `arguments`.
-    pub async fn run(
+    pub(super) async fn run(
         &self,
         source: &Source,
         tool: &Tool,

@@ -34,7 +34,7 @@ struct State<T> {
 }
 
 /// Per-source values; see the module documentation.
-pub struct Pool<T> {
+pub(super) struct Pool<T> {
     state: Mutex<State<T>>,
     capacity: usize,
     /// How long a value is used before it is made again (`None`: until it is forgotten).
@@ -43,7 +43,7 @@ pub struct Pool<T> {
 }
 
 impl<T> Pool<T> {
-    pub fn new(capacity: usize, max_age: Option<Duration>, retire: fn(Arc<T>)) -> Pool<T> {
+    pub(super) fn new(capacity: usize, max_age: Option<Duration>, retire: fn(Arc<T>)) -> Pool<T> {
         Pool {
             state: Mutex::new(State {
                 entries: HashMap::new(),
@@ -62,7 +62,7 @@ impl<T> Pool<T> {
 
     /// The value of `source_id` at `version`, made by `make` if there is none (or only one of
     /// another version, or one past its age). Returns whether this call made it.
-    pub async fn get<E, F>(
+    pub(super) async fn get<E, F>(
         &self,
         source_id: &str,
         version: blake3::Hash,
@@ -91,7 +91,7 @@ impl<T> Pool<T> {
 
     /// Empties the slot of `source_id` if it still holds `stale` (a value found unusable, such
     /// as a session the server forgot), so that the next [`Pool::get`] makes a new one.
-    pub async fn forget(&self, source_id: &str, stale: &Arc<T>) {
+    pub(super) async fn forget(&self, source_id: &str, stale: &Arc<T>) {
         let slot = {
             let state = self.lock();
             match state.entries.get(source_id) {
@@ -162,7 +162,7 @@ impl<T> Pool<T> {
 
     /// How many sources have a slot.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.lock().entries.len()
     }
 }

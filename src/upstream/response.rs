@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use super::{CallOutcome, CallResult};
 
 /// How much of an error answer's body is quoted in the result.
-pub const ERROR_TEXT_BYTES: usize = 4096;
+pub(super) const ERROR_TEXT_BYTES: usize = 4096;
 
 /// Redirects are followed (up to 5) only within the origin first asked: the source's
 /// configured headers are its credentials and must not go to another host.
-pub fn same_origin_redirects() -> reqwest::redirect::Policy {
+pub(super) fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first().unwrap_or(attempt.url());
         if attempt.previous().len() > 5 {
@@ -39,12 +39,16 @@ pub fn same_origin_redirects() -> reqwest::redirect::Policy {
 }
 
 /// Where a request went, without path and query (which hold the call's arguments).
-pub fn origin(url: &reqwest::Url) -> String {
+pub(super) fn origin(url: &reqwest::Url) -> String {
     url.origin().ascii_serialization()
 }
 
 /// The result for a request that got no answer.
-pub fn send_failure(error: &reqwest::Error, at: &str, timeout: std::time::Duration) -> CallResult {
+pub(super) fn send_failure(
+    error: &reqwest::Error,
+    at: &str,
+    timeout: std::time::Duration,
+) -> CallResult {
     let why = crate::ingest::why(error, timeout);
     if error.is_timeout() {
         CallResult::hidden(
@@ -74,7 +78,7 @@ pub fn send_failure(error: &reqwest::Error, at: &str, timeout: std::time::Durati
 }
 
 /// Reads an answer's body, up to `max_bytes`; the result to give when that fails.
-pub async fn read_capped(
+pub(super) async fn read_capped(
     mut response: reqwest::Response,
     max_bytes: usize,
     at: &str,
@@ -128,7 +132,7 @@ pub async fn read_capped(
 }
 
 /// The content type of an answer, lowercase, without parameters.
-pub fn content_type(response: &reqwest::Response) -> Option<String> {
+pub(super) fn content_type(response: &reqwest::Response) -> Option<String> {
     response
         .headers()
         .get(CONTENT_TYPE)
@@ -143,7 +147,7 @@ pub fn content_type(response: &reqwest::Response) -> Option<String> {
 }
 
 /// The result an HTTP answer makes (see the module documentation).
-pub fn http_result(
+pub(super) fn http_result(
     status: StatusCode,
     content_type: Option<&str>,
     body: &[u8],

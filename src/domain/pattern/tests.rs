@@ -223,7 +223,7 @@ mod naive {
         }
     }
 
-    pub fn glob(glob: &str, case: Case, value: &str) -> Option<bool> {
+    pub(super) fn glob(glob: &str, case: Case, value: &str) -> Option<bool> {
         let globs = expand(&lex(glob)?)?;
         let value: Vec<char> = value.chars().collect();
         Some(globs.iter().any(|g| matches(g, &value, case)))

@@ -18,7 +18,7 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, QueryPairs};
 use crate::store::{AuditQuery, AuditRecord, CatalogStore, StoreError, Subject};
 
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     _admin: Admin,
     QueryPairs(pairs): QueryPairs,

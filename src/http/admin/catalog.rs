@@ -17,7 +17,10 @@ use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
 
-pub async fn read(State(state): State<AppState>, _admin: Admin) -> Result<Response, ApiError> {
+pub(super) async fn read(
+    State(state): State<AppState>,
+    _admin: Admin,
+) -> Result<Response, ApiError> {
     let snapshot = state.app.catalog.snapshot();
     Ok(with_revision(
         Json(Readable::of(snapshot.catalog())).into_response(),
@@ -57,7 +60,7 @@ impl<'c> Readable<'c> {
 
 /// Replaces everything atomically; nothing changes if anything is invalid
 /// ([`crate::service::Commands::replace_catalog`]).
-pub async fn replace(
+pub(super) async fn replace(
     State(state): State<AppState>,
     Admin(agent): Admin,
     IfMatch(precondition): IfMatch,
@@ -74,7 +77,7 @@ pub async fn replace(
     Ok(with_revision(Json(body).into_response(), written.revision))
 }
 
-pub async fn group_members(
+pub(super) async fn group_members(
     State(state): State<AppState>,
     _admin: Admin,
     Path(id): Path<String>,

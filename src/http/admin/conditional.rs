@@ -17,12 +17,12 @@ use crate::http::errors::ApiError;
 use crate::service::Precondition;
 
 /// The entity tag of catalog revision `revision`: `"r42"`.
-pub fn etag(revision: u64) -> HeaderValue {
+pub(super) fn etag(revision: u64) -> HeaderValue {
     HeaderValue::from_str(&format!("\"r{revision}\"")).expect("digits are a valid header value")
 }
 
 /// The `If-Match` of a write, as the revisions it admits.
-pub struct IfMatch(pub Precondition);
+pub(crate) struct IfMatch(pub Precondition);
 
 impl<S: Send + Sync> FromRequestParts<S> for IfMatch {
     type Rejection = ApiError;
@@ -136,7 +136,10 @@ fn entity_tags(value: &[u8]) -> Option<Vec<Tag<'_>>> {
 /// Gives an admin answer that does not carry a revision yet (an error, the audit log) the
 /// revision the catalog is at now. Not to 401 and 403 answers: a caller who is not an admin
 /// learns nothing about the catalog, not even how often it changes.
-pub async fn with_current_etag(State(state): State<AppState>, mut response: Response) -> Response {
+pub(super) async fn with_current_etag(
+    State(state): State<AppState>,
+    mut response: Response,
+) -> Response {
     let status = response.status();
     if status == StatusCode::UNAUTHORIZED
         || status == StatusCode::FORBIDDEN

@@ -32,7 +32,7 @@ const MAX_LIMIT: usize = 1000;
 
 /// An entity kind the admin API serves: its commands, and its schema in `/openapi.json`
 /// (derived at this edge, not in the domain).
-pub trait AdminEntity: CatalogEntity {
+pub(super) trait AdminEntity: CatalogEntity {
     type Schema: utoipa::ToSchema;
 }
 
@@ -56,7 +56,7 @@ impl AdminEntity for AccessPolicy {
     type Schema = schemas::AccessPolicySchema;
 }
 
-pub fn routes<E: AdminEntity>() -> Router<AppState> {
+pub(super) fn routes<E: AdminEntity>() -> Router<AppState> {
     Router::new()
         .route("/", get(list::<E>).post(create::<E>))
         .route(
@@ -247,7 +247,7 @@ fn to_json<E: AdminEntity>(entity: &E) -> Result<Value, ApiError> {
 
 /// Marks an answer with the catalog revision it reflects (a write: the one it produced), as
 /// `x-catalog-revision` and as the entity tag an `If-Match` of the next write names.
-pub fn with_revision(mut response: Response, revision: u64) -> Response {
+pub(super) fn with_revision(mut response: Response, revision: u64) -> Response {
     let headers = response.headers_mut();
     headers.insert(REVISION_HEADER, HeaderValue::from(revision));
     headers.insert(header::ETAG, etag(revision));

@@ -20,13 +20,13 @@ use crate::http::extract::{Admin, JsonBody};
 use crate::service::impact::{ChangeOp, ImpactRequest, Proposal, preview};
 
 /// The most claim sets one request may name (more is a 422 at `claims_sets`).
-pub const MAX_CLAIM_SETS: usize = 10_000;
+pub(crate) const MAX_CLAIM_SETS: usize = 10_000;
 
 /// The body of `POST /admin/impact`: a catalog document or one entity change, and claim sets
 /// to evaluate besides the ones served recently.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ImpactBody {
+pub(crate) struct ImpactBody {
     /// The whole catalog as `PUT /admin/catalog` would write it.
     #[serde(default)]
     #[schema(value_type = Option<crate::http::openapi::model::CatalogSchema>)]
@@ -44,7 +44,7 @@ pub struct ImpactBody {
 /// One entity change of [`ImpactBody`].
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ChangeBody {
+pub(crate) struct ChangeBody {
     /// `sources`, `tools`, `labels`, `groups` or `policies`.
     collection: String,
     id: String,
@@ -64,7 +64,7 @@ enum Op {
     Delete,
 }
 
-pub async fn impact(
+pub(crate) async fn impact(
     State(state): State<AppState>,
     Admin(agent): Admin,
     IfMatch(precondition): IfMatch,

@@ -18,7 +18,7 @@ use crate::http::read::with_explanation;
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 #[schema(as = CommaList)]
-pub enum List {
+pub(crate) enum List {
     Text(String),
     Items(Vec<String>),
 }
@@ -38,7 +38,7 @@ impl List {
 /// The body of `POST /admin/preview`: claims to evaluate and the options of `GET /agents/tools`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PreviewRequest {
+pub(crate) struct PreviewRequest {
     /// The claims of a token, as if verified.
     #[schema(value_type = Object)]
     claims: Claims,
@@ -56,7 +56,7 @@ pub struct PreviewRequest {
     tools: Option<List>,
 }
 
-pub async fn preview(
+pub(crate) async fn preview(
     State(state): State<AppState>,
     _admin: Admin,
     JsonBody(request): JsonBody<PreviewRequest>,

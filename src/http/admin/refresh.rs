@@ -18,13 +18,13 @@ use crate::service::RefreshTrigger;
 /// The body of a refresh's 200: what it did and the revision it produced (the current one when
 /// nothing changed).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct RefreshReply {
+pub(crate) struct RefreshReply {
     #[serde(flatten)]
     pub summary: RefreshSummary,
     pub revision: u64,
 }
 
-pub async fn refresh(
+pub(crate) async fn refresh(
     State(state): State<AppState>,
     Admin(agent): Admin,
     IfMatch(precondition): IfMatch,

@@ -16,13 +16,13 @@ use crate::http::extract::{Admin, OptionalJsonBody};
 /// The optional body of `POST /admin/tools/{id}/enable|disable`.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Toggle {
+pub(crate) struct Toggle {
     /// Why the tool is disabled; kept as `disabled_reason` (ignored when enabling).
     #[serde(default)]
     reason: Option<String>,
 }
 
-pub async fn enable(
+pub(crate) async fn enable(
     state: State<AppState>,
     admin: Admin,
     if_match: IfMatch,
@@ -33,7 +33,7 @@ pub async fn enable(
     toggle(state, admin, if_match, path, headers, body, true).await
 }
 
-pub async fn disable(
+pub(crate) async fn disable(
     state: State<AppState>,
     admin: Admin,
     if_match: IfMatch,

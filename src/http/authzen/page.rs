@@ -19,7 +19,7 @@ use crate::http::errors::ApiError;
 const KEY_BYTES: usize = 16;
 
 /// The key of a search request: `body` without `page.token`, and who asked.
-pub fn request_key(body: &Value, caller_sub: &str) -> [u8; KEY_BYTES] {
+pub(super) fn request_key(body: &Value, caller_sub: &str) -> [u8; KEY_BYTES] {
     let mut request = body.clone();
     if let Some(page) = request.get_mut("page").and_then(Value::as_object_mut) {
         page.remove("token");
@@ -31,7 +31,7 @@ pub fn request_key(body: &Value, caller_sub: &str) -> [u8; KEY_BYTES] {
 }
 
 /// The token of the page after `after` (the last id of this page; `""`: from the start).
-pub fn encode(key: &[u8; KEY_BYTES], after: &str) -> String {
+pub(super) fn encode(key: &[u8; KEY_BYTES], after: &str) -> String {
     let mut bytes = Vec::with_capacity(KEY_BYTES + after.len());
     bytes.extend_from_slice(key);
     bytes.extend_from_slice(after.as_bytes());
@@ -40,7 +40,7 @@ pub fn encode(key: &[u8; KEY_BYTES], after: &str) -> String {
 
 /// The id after which the page of `token` starts; 400 at `page.token` when the token was not
 /// issued by this gateway for this very request.
-pub fn decode(key: &[u8; KEY_BYTES], token: &str) -> Result<String, ApiError> {
+pub(super) fn decode(key: &[u8; KEY_BYTES], token: &str) -> Result<String, ApiError> {
     let refused = |message: &str| {
         ApiError::BadRequest(vec![FieldError {
             field: "page.token".to_owned(),

@@ -45,7 +45,7 @@ fn is_host(host: &str) -> bool {
 }
 
 /// The RFC 9728 document.
-pub async fn document(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
+pub(super) async fn document(State(state): State<AppState>, headers: HeaderMap) -> Json<Value> {
     let base = base_url(&state, &headers);
     let mut document = json!({
         "resource": format!("{base}/mcp"),
@@ -60,7 +60,7 @@ pub async fn document(State(state): State<AppState>, headers: HeaderMap) -> Json
 
 /// The 401 (or other refusal) for a request whose token was not accepted, with the challenge
 /// naming the metadata document.
-pub fn challenge(state: &AppState, headers: &HeaderMap, error: ApiError) -> Response {
+pub(super) fn challenge(state: &AppState, headers: &HeaderMap, error: ApiError) -> Response {
     let mut response = match &error {
         ApiError::Unauthorized(_) => error.into_response(),
         _ => return error.into_response(),
@@ -85,7 +85,7 @@ pub fn challenge(state: &AppState, headers: &HeaderMap, error: ApiError) -> Resp
 }
 
 /// Refuses a browser request from a foreign origin.
-pub fn check_origin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(super) fn check_origin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return Ok(());
     };

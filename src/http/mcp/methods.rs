@@ -23,7 +23,7 @@ use crate::stream::{StreamClass, Watch};
 
 /// The methods this server knows; anything else is [`Method::Other`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(super) enum Method {
     Initialize,
     Ping,
     ToolsList,
@@ -49,7 +49,7 @@ impl Method {
     ];
 
     /// The method named `name` on the wire.
-    pub fn parse(name: &str) -> Method {
+    pub(super) fn parse(name: &str) -> Method {
         Method::ALL
             .into_iter()
             .find(|method| method.as_str() == name)
@@ -57,7 +57,7 @@ impl Method {
     }
 
     /// The method's wire name; `other` for an unknown one (its metric label).
-    pub const fn as_str(self) -> &'static str {
+    pub(super) const fn as_str(self) -> &'static str {
         match self {
             Method::Initialize => "initialize",
             Method::Ping => "ping",
@@ -99,7 +99,7 @@ enum Reply {
 }
 
 /// Answers request `id`.
-pub async fn answer(
+pub(super) async fn answer(
     state: &AppState,
     agent: &Caller,
     context: Context,
@@ -168,7 +168,7 @@ pub async fn answer(
 /// The JSON-RPC error answering request `id`. A 2026-07-28 request is answered with the HTTP
 /// status the revision gives the code (400 for a request that cannot be served as sent, 404
 /// for an unknown method); a 2025 one with 200, as those revisions do.
-pub fn error_response(id: &Id, error: RpcError, stateless: bool) -> Response {
+pub(super) fn error_response(id: &Id, error: RpcError, stateless: bool) -> Response {
     let status = match error.code {
         _ if !stateless => StatusCode::OK,
         jsonrpc::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
@@ -388,7 +388,7 @@ async fn listen(
 
 /// How a notification stream starts.
 #[derive(Debug, Clone)]
-pub enum Opening {
+pub(super) enum Opening {
     /// A priming event: the current etag as id, no data (2025-11-25).
     Priming,
     /// A comment (2025-06-18 clients read only `data`).
@@ -398,7 +398,7 @@ pub enum Opening {
 }
 
 /// The shape of a notification stream besides whose manifest it follows.
-pub struct Shape<'a> {
+pub(super) struct Shape<'a> {
     /// The etag the client last heard of (`Last-Event-ID`).
     pub resumed_from: Option<&'a str>,
     pub opening: Opening,
@@ -413,7 +413,7 @@ pub struct Shape<'a> {
 /// A notification stream of `agent`'s manifest for the context's options: told exactly when
 /// that manifest changes, ended by the token's `exp` (after a last `list_changed`) and by the
 /// end of the session.
-pub async fn stream(
+pub(super) async fn stream(
     state: &AppState,
     agent: &Caller,
     context: &Context,

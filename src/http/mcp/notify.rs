@@ -16,10 +16,10 @@ use crate::stream::{Notice, Watch};
 use crate::telemetry::Metrics;
 
 /// The method that tells a client to list its tools again.
-pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
+pub(super) const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// What opens and closes a stream, besides the notices.
-pub struct Framing {
+pub(super) struct Framing {
     /// Sent first: a priming event (an id and no data, 2025-11-25) or a comment.
     pub opening: Option<Bytes>,
     /// Sent after the last notice, when the stream ends by itself (2026-07-28's closing
@@ -30,25 +30,25 @@ pub struct Framing {
 }
 
 /// `id: <etag>\ndata: <list_changed>\n\n`.
-pub fn list_changed(etag: &str, params: Option<serde_json::Value>) -> Bytes {
+pub(super) fn list_changed(etag: &str, params: Option<serde_json::Value>) -> Bytes {
     let message = jsonrpc::notification(LIST_CHANGED, params);
     event(Some(etag), &message)
 }
 
 /// One SSE `message` event ([`frame::event`], the one encoder).
-pub fn event(id: Option<&str>, data: &[u8]) -> Bytes {
+pub(super) fn event(id: Option<&str>, data: &[u8]) -> Bytes {
     frame::event(None, id, data)
 }
 
 /// A priming event: the current etag as id and empty data, so that even a client that never
 /// hears a notice can resume from where it started (2025-11-25).
-pub fn priming(etag: &str) -> Bytes {
+pub(super) fn priming(etag: &str) -> Bytes {
     frame::event(None, Some(etag), b"")
 }
 
 /// The stream: `framing.opening`, then one event per notice (`list_changed` for a change and,
 /// last, for an expired token), keep-alive comments, then `framing.closing`.
-pub fn body(
+pub(super) fn body(
     watch: Watch,
     framing: Framing,
     params: Option<serde_json::Value>,

@@ -16,7 +16,7 @@ const PREFIX: &str = "toolgate/";
 const KEYS: [&str; 4] = ["group", "state", "tools", "include_disabled"];
 
 /// `base` (from the URL) with the options `meta` gives replacing it.
-pub fn with_meta(
+pub(super) fn with_meta(
     base: &ManifestOptions,
     meta: Option<&Map<String, Value>>,
 ) -> Result<ManifestOptions, RpcError> {

@@ -11,7 +11,7 @@ use super::jsonrpc::RpcError;
 
 /// `initialize`.
 #[derive(Debug, Deserialize)]
-pub struct Initialize {
+pub(super) struct Initialize {
     /// The revision the client speaks.
     #[serde(rename = "protocolVersion")]
     pub protocol_version: String,
@@ -19,7 +19,7 @@ pub struct Initialize {
 
 /// `tools/list`.
 #[derive(Debug, Deserialize)]
-pub struct ToolsList {
+pub(super) struct ToolsList {
     /// Where the page starts: a cursor this server gave out.
     #[serde(default)]
     pub cursor: Option<String>,
@@ -30,7 +30,7 @@ pub struct ToolsList {
 
 /// `tools/call`.
 #[derive(Debug, Deserialize)]
-pub struct ToolsCall {
+pub(super) struct ToolsCall {
     /// The name of the tool to call, as `tools/list` gave it.
     pub name: String,
     #[serde(default)]
@@ -41,7 +41,7 @@ pub struct ToolsCall {
 
 /// `subscriptions/listen` (2026-07-28).
 #[derive(Debug, Deserialize)]
-pub struct Listen {
+pub(super) struct Listen {
     /// The notifications to receive (`{"toolsListChanged": true}`).
     pub notifications: Map<String, Value>,
     #[serde(rename = "_meta", default)]
@@ -49,7 +49,7 @@ pub struct Listen {
 }
 
 /// `params` as the method's params, or the -32602 naming what is wrong where.
-pub fn parse<T: DeserializeOwned>(params: Map<String, Value>) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(params: Map<String, Value>) -> Result<T, RpcError> {
     serde_path_to_error::deserialize(Value::Object(params)).map_err(|error| {
         let path = error.path().to_string();
         let at = if path == "." {

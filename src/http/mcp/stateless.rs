@@ -18,17 +18,17 @@ use super::version::Version;
 use super::{META_PROTOCOL_VERSION, PROTOCOL_VERSION};
 
 /// The `_meta` key of the client's capabilities.
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// A routing header that does not repeat the body.
-pub const HEADER_MISMATCH: i64 = -32020;
+pub(super) const HEADER_MISMATCH: i64 = -32020;
 /// A revision this server does not speak.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+pub(super) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 
 /// The revision of a stateless request, or the error that refuses it.
-pub fn check(
+pub(super) fn check(
     headers: &HeaderMap,
     method: &str,
     params: &Map<String, Value>,

@@ -22,7 +22,7 @@ use crate::http::authzen::reply::{Configuration, Decision, Decisions, SearchPage
 /// Who is asked about. Leave it out to ask about the caller.
 #[derive(Serialize, ToSchema)]
 #[schema(as = AuthzenSubject)]
-pub struct Subject {
+pub(super) struct Subject {
     /// Any type, e.g. `agent`.
     #[serde(rename = "type")]
     #[schema(example = "agent")]
@@ -35,7 +35,7 @@ pub struct Subject {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct SubjectProperties {
+pub(super) struct SubjectProperties {
     /// The claims to evaluate, as if from a verified token. Claims other than the caller's own
     /// need the admin rule (403 otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,7 +46,7 @@ pub struct SubjectProperties {
 /// What the subject would do: `call` (any other name is a deny).
 #[derive(Serialize, ToSchema)]
 #[schema(as = AuthzenAction)]
-pub struct Action {
+pub(super) struct Action {
     #[schema(example = "call")]
     name: String,
 }
@@ -54,7 +54,7 @@ pub struct Action {
 /// A tool: `{"type": "tool", "id": "<tool id>"}` (any other type is a deny).
 #[derive(Serialize, ToSchema)]
 #[schema(as = AuthzenResource)]
-pub struct Resource {
+pub(super) struct Resource {
     #[serde(rename = "type")]
     #[schema(example = "tool")]
     kind: String,
@@ -64,7 +64,7 @@ pub struct Resource {
 
 /// The resource type searched: `{"type": "tool"}` (an `id` is ignored).
 #[derive(Serialize, ToSchema)]
-pub struct SearchedResource {
+pub(super) struct SearchedResource {
     #[serde(rename = "type")]
     #[schema(example = "tool")]
     kind: String,
@@ -73,7 +73,7 @@ pub struct SearchedResource {
 /// The narrowing of `GET /agents/tools`' `state` and `group` options; other keys are ignored.
 #[derive(Serialize, ToSchema)]
 #[schema(as = AuthzenContext)]
-pub struct Context {
+pub(super) struct Context {
     /// Keep tools available in this state.
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<String>,
@@ -85,7 +85,7 @@ pub struct Context {
 
 /// `POST /access/v1/evaluation`.
 #[derive(Serialize, ToSchema)]
-pub struct EvaluationRequest {
+pub(super) struct EvaluationRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<Subject>,
     action: Action,
@@ -96,7 +96,7 @@ pub struct EvaluationRequest {
 
 /// One evaluation of a batch: what it gives overrides the batch's top-level default.
 #[derive(Serialize, ToSchema)]
-pub struct EvaluationItem {
+pub(super) struct EvaluationItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<Subject>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,7 +109,7 @@ pub struct EvaluationItem {
 
 /// `POST /access/v1/evaluations`: defaults at the top, the evaluations, the semantic.
 #[derive(Serialize, ToSchema)]
-pub struct EvaluationsRequest {
+pub(super) struct EvaluationsRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<Subject>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,7 +128,7 @@ pub struct EvaluationsRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct EvaluationsOptions {
+pub(super) struct EvaluationsOptions {
     /// `execute_all` (the default), `deny_on_first_deny`, `permit_on_first_permit`: the
     /// answers stop after the first deny (or permit), which is included.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -145,7 +145,7 @@ fn semantic_schema() -> utoipa::openapi::schema::Object {
 
 /// `POST /access/v1/search/resource`.
 #[derive(Serialize, ToSchema)]
-pub struct ResourceSearchRequest {
+pub(super) struct ResourceSearchRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<Subject>,
     action: Action,
@@ -157,7 +157,7 @@ pub struct ResourceSearchRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct PageRequest {
+pub(super) struct PageRequest {
     /// The `next_token` of the previous page (with an otherwise identical request).
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,

@@ -17,7 +17,7 @@ use crate::store::AuditRecord;
 
 /// The tools an agent may call (`GET /agents/tools`, and `POST /admin/preview`).
 #[derive(Serialize, ToSchema)]
-pub struct Manifest {
+pub(super) struct Manifest {
     /// The tools, by ascending `tool_id`.
     data: Vec<ManifestEntry>,
     count: usize,
@@ -36,7 +36,7 @@ pub struct Manifest {
 
 /// One tool of a manifest: what an agent needs to call it.
 #[derive(Serialize, ToSchema)]
-pub struct ManifestEntry {
+pub(super) struct ManifestEntry {
     #[schema(example = "billing:list_invoices")]
     tool_id: String,
     name: String,
@@ -75,7 +75,7 @@ pub struct ManifestEntry {
 
 /// `GET /admin/groups/{id}/tools`: a group's resolved members.
 #[derive(Serialize, ToSchema)]
-pub struct GroupMembers {
+pub(super) struct GroupMembers {
     group_id: String,
     data: Vec<GroupMemberSchema>,
     count: usize,
@@ -84,14 +84,14 @@ pub struct GroupMembers {
 
 /// `PUT /admin/catalog`: the revision the replacement produced and what the catalog now holds.
 #[derive(Serialize, ToSchema)]
-pub struct CatalogReplaced {
+pub(super) struct CatalogReplaced {
     revision: u64,
     counts: CatalogCounts,
 }
 
 /// How many entities of each kind a catalog holds.
 #[derive(Serialize, ToSchema)]
-pub struct CatalogCounts {
+pub(super) struct CatalogCounts {
     sources: usize,
     tools: usize,
     labels: usize,
@@ -101,7 +101,7 @@ pub struct CatalogCounts {
 
 /// One page of the change log, oldest first.
 #[derive(Serialize, ToSchema)]
-pub struct AuditPage {
+pub(super) struct AuditPage {
     data: Vec<AuditRecord>,
     count: usize,
     /// Pass as `cursor` to get the next page; `null` on the last page.
@@ -110,14 +110,14 @@ pub struct AuditPage {
 
 /// `GET /healthz`.
 #[derive(Serialize, ToSchema)]
-pub struct Health {
+pub(super) struct Health {
     #[schema(example = "ok")]
     status: String,
 }
 
 /// `GET /readyz` when every backing store answers.
 #[derive(Serialize, ToSchema)]
-pub struct Readiness {
+pub(super) struct Readiness {
     #[schema(example = "ready")]
     status: String,
     /// The catalog revision being served.
@@ -127,7 +127,7 @@ pub struct Readiness {
 
 /// The state of each backing store.
 #[derive(Serialize, ToSchema)]
-pub struct ReadinessChecks {
+pub(super) struct ReadinessChecks {
     #[schema(example = "ok")]
     store: String,
 }

@@ -29,13 +29,13 @@ use serde_json::{Map, Value, json};
 use self::rewrite::{agent_facing, merge_all_of, nullable};
 
 /// Nodes up to which a schema is inlined; a larger one is expanded with shared `$defs`.
-pub const INLINE_NODES: usize = 20_000;
+pub(super) const INLINE_NODES: usize = 20_000;
 /// The most nodes one schema may have in its `$defs` form (guards against reference bombs).
-pub const MAX_SCHEMA_NODES: usize = 100_000;
+pub(super) const MAX_SCHEMA_NODES: usize = 100_000;
 
 /// Why a schema could not be expanded.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SchemaError {
+pub(super) enum SchemaError {
     /// Over the node limit of the current form.
     TooLarge,
     /// The budget of the whole import (work or time) is spent: the text says which.
@@ -46,7 +46,7 @@ pub enum SchemaError {
 
 impl SchemaError {
     /// The reason reported for the operation (`part` is "input" or "output").
-    pub fn reason(&self, part: &str) -> String {
+    pub(super) fn reason(&self, part: &str) -> String {
         match self {
             SchemaError::TooLarge => format!(
                 "the {part} schema has more than {MAX_SCHEMA_NODES} nodes even with its $refs shared in $defs"
@@ -64,7 +64,7 @@ impl SchemaError {
 /// least half of [`INLINE_NODES`]), so that the hundred operations that use one such schema
 /// do not each try to inline it first.
 #[derive(Debug)]
-pub struct ImportBudget {
+pub(super) struct ImportBudget {
     work_left: Cell<usize>,
     deadline: Instant,
     max_work: usize,
@@ -72,7 +72,7 @@ pub struct ImportBudget {
 }
 
 impl ImportBudget {
-    pub fn new(max_work: usize, deadline: Instant) -> ImportBudget {
+    pub(super) fn new(max_work: usize, deadline: Instant) -> ImportBudget {
         ImportBudget {
             work_left: Cell::new(max_work),
             deadline,
@@ -97,12 +97,12 @@ impl ImportBudget {
     }
 
     /// Whether nothing more can be expanded.
-    pub fn spent(&self) -> bool {
+    pub(super) fn spent(&self) -> bool {
         self.work_left.get() == 0 || Instant::now() > self.deadline
     }
 
     /// Why operations are skipped once the budget is spent.
-    pub fn spent_reason(&self) -> SchemaError {
+    pub(super) fn spent_reason(&self) -> SchemaError {
         SchemaError::ImportBudget(if self.work_left.get() == 0 {
             format!(
                 "not imported: the document's schemas expand to more than {} nodes in all",
@@ -115,14 +115,18 @@ impl ImportBudget {
 }
 
 /// Resolves local references in one document.
-pub struct Resolver<'d> {
+pub(super) struct Resolver<'d> {
     pub root: &'d Value,
 }
 
 impl<'d> Resolver<'d> {
     /// The object `value` stands for, following `$ref`s (of path items, parameters, bodies,
     /// responses) until one is not a reference.
-    pub fn follow(&self, value: &'d Value, at: &str) -> Result<&'d Map<String, Value>, String> {
+    pub(super) fn follow(
+        &self,
+        value: &'d Value,
+        at: &str,
+    ) -> Result<&'d Map<String, Value>, String> {
         let mut current = value;
         for _ in 0..32 {
             match current {
@@ -137,7 +141,7 @@ impl<'d> Resolver<'d> {
     }
 
     /// What a local `$ref` points at.
-    pub fn target(&self, reference: &str) -> Result<&'d Value, String> {
+    pub(super) fn target(&self, reference: &str) -> Result<&'d Value, String> {
         let Some(pointer) = reference.strip_prefix('#') else {
             return Err(format!(
                 "remote $ref '{reference}' is not followed: only local references ('#/...') are resolved"
@@ -152,7 +156,7 @@ impl<'d> Resolver<'d> {
 /// Builds one self-contained schema with `build`, which expands its parts through the
 /// [`Expansion`] it is given: inline first, with shared `$defs` when that is too large.
 /// Returns the schema and its node count.
-pub fn expand_with<F>(
+pub(super) fn expand_with<F>(
     resolver: &Resolver<'_>,
     budget: &ImportBudget,
     build: F,
@@ -191,7 +195,7 @@ enum Mode {
 }
 
 /// The state of expanding one schema: the definitions it needs in `$defs`.
-pub struct Expansion<'r, 'd> {
+pub(super) struct Expansion<'r, 'd> {
     resolver: &'r Resolver<'d>,
     budget: &'r ImportBudget,
     mode: Mode,
@@ -224,7 +228,7 @@ impl Expansion<'_, '_> {
     }
 
     /// The expansion of one schema (a document's schema object, or a boolean schema).
-    pub fn schema(&mut self, value: &Value) -> Result<Value, SchemaError> {
+    pub(super) fn schema(&mut self, value: &Value) -> Result<Value, SchemaError> {
         self.expand(value, &mut Vec::new())
     }
 

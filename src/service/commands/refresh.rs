@@ -92,7 +92,7 @@ pub(super) async fn refresh_source(
 
 /// Applies an import to `catalog` and returns its summary with the audit note of the refresh
 /// (none when nothing changed).
-pub fn apply_import(
+pub(super) fn apply_import(
     catalog: &mut Catalog,
     source_id: &str,
     import: &Import,

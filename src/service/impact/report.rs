@@ -29,7 +29,7 @@ pub const MAX_LISTED_IDS: usize = 100_000;
 ///
 /// `given` are JSON objects' texts (checked by the caller), parsed one at a time: a text that
 /// does not parse as an object is evaluated as no claims at all (fewer tools).
-pub fn compare(
+pub(super) fn compare(
     before: &Snapshot,
     after: &Snapshot,
     given: Vec<Box<RawValue>>,
