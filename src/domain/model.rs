@@ -59,11 +59,61 @@ pub struct Source {
     pub updated_by: Option<String>,
 }
 
-/// The source types SEMANTICS.md section 1 allows.
-pub const SOURCE_TYPES: [&str; 4] = ["manual", "openapi", "mcp", SOURCE_TOOL_SERVICE];
+/// The source types SEMANTICS.md section 1 allows. A [`Source`] keeps its type as text (an
+/// unknown one is a validation error with a field path); code reads it as this enum
+/// ([`Source::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceType {
+    /// Tools written by hand; nothing is imported or executed.
+    Manual,
+    /// Tools imported from an OpenAPI document and called over HTTP.
+    OpenApi,
+    /// Tools imported from an MCP server and called on it.
+    Mcp,
+    /// Tools that reference a service descriptor (seed 001); run by the service itself.
+    ToolService,
+}
 
-/// The source type whose tools reference a service descriptor (seed 001).
-pub const SOURCE_TOOL_SERVICE: &str = "tool-service";
+impl SourceType {
+    pub const ALL: [SourceType; 4] = [
+        SourceType::Manual,
+        SourceType::OpenApi,
+        SourceType::Mcp,
+        SourceType::ToolService,
+    ];
+
+    /// The type as written in `type`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SourceType::Manual => "manual",
+            SourceType::OpenApi => "openapi",
+            SourceType::Mcp => "mcp",
+            SourceType::ToolService => "tool-service",
+        }
+    }
+
+    /// The type written `text`, if it is one.
+    pub fn parse(text: &str) -> Option<SourceType> {
+        SourceType::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+}
+
+/// The source types, as written (for validation messages and the OpenAPI document).
+pub const SOURCE_TYPES: [&str; 4] = [
+    SourceType::Manual.as_str(),
+    SourceType::OpenApi.as_str(),
+    SourceType::Mcp.as_str(),
+    SourceType::ToolService.as_str(),
+];
+
+impl Source {
+    /// The source's type; `None` for a type no valid catalog holds.
+    pub fn kind(&self) -> Option<SourceType> {
+        SourceType::parse(&self.source_type)
+    }
+}
 
 /// One operation an agent may call.
 ///
@@ -339,7 +389,7 @@ impl Catalog {
         let tool_services: std::collections::HashSet<&str> = self
             .sources
             .iter()
-            .filter(|s| s.source_type == SOURCE_TOOL_SERVICE)
+            .filter(|s| s.kind() == Some(SourceType::ToolService))
             .map(|s| s.id.as_str())
             .collect();
         for tool in &mut self.tools {

@@ -12,15 +12,16 @@
 //!   path and evaluates a matcher at most once however many policies share it.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use fixedbitset::FixedBitSet;
 
 use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::compile_error::CompileError;
 use super::entry::{ToolEntry, truncate};
-use super::model::Catalog;
+use super::model::{Catalog, Source};
 use super::selection::SelectionIndex;
+use super::source_config::CallSettings;
 use super::tool_index::ToolIndex;
 use super::workers::{OnThisThread, Workers};
 
@@ -44,6 +45,11 @@ pub struct Snapshot {
     pub(super) matchers: Vec<SharedMatcher>,
     /// The catalog this snapshot was compiled from (admin reads and explanations use it).
     pub(super) catalog: Catalog,
+    /// `catalog.sources` by id.
+    source_index: HashMap<String, usize>,
+    /// What calls of each source (as in `catalog.sources`) need from its config, read on the
+    /// first call at this revision.
+    call_settings: Vec<OnceLock<Arc<CallSettings>>>,
 }
 
 #[derive(Debug)]
@@ -149,8 +155,25 @@ impl Snapshot {
             },
             paths: interner.paths,
             matchers: interner.matchers,
+            source_index: catalog
+                .sources
+                .iter()
+                .enumerate()
+                .map(|(position, source)| (source.id.clone(), position))
+                .collect(),
+            call_settings: catalog.sources.iter().map(|_| OnceLock::new()).collect(),
             catalog,
         })
+    }
+
+    /// The source `source_id` and what its calls need from its config (read once per
+    /// snapshot); `None` when there is no such source.
+    pub fn call_settings(&self, source_id: &str) -> Option<(&Source, Arc<CallSettings>)> {
+        let position = *self.source_index.get(source_id)?;
+        let source = self.catalog.sources.get(position)?;
+        let settings = self.call_settings.get(position)?;
+        let settings = settings.get_or_init(|| Arc::new(CallSettings::of(source)));
+        Some((source, Arc::clone(settings)))
     }
 
     pub fn revision(&self) -> u64 {
@@ -451,6 +474,23 @@ mod tests {
         let mut catalog: Catalog = serde_json::from_value(value).expect("catalog parses");
         catalog.normalize();
         Snapshot::compile(catalog, 1)
+    }
+
+    /// A source's config is read for calls once per snapshot, and only for a source that
+    /// exists.
+    #[test]
+    fn call_settings_are_read_once_per_snapshot() {
+        let snapshot = compile(|catalog| {
+            catalog["sources"][0] = json!({"id": "s", "name": "svc", "type": "mcp",
+                "config": {"url": "https://mcp.example/mcp", "headers": {"x-key": "k"}}});
+        })
+        .expect("compiles");
+        let (source, first) = snapshot.call_settings("s").expect("the source");
+        assert_eq!(source.id, "s");
+        let (_, again) = snapshot.call_settings("s").expect("the source");
+        assert!(Arc::ptr_eq(&first, &again), "read once");
+        assert!(first.import.is_ok(), "{:?}", first.import);
+        assert!(snapshot.call_settings("nope").is_none());
     }
 
     #[test]

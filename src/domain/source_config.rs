@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::model::{SOURCE_TOOL_SERVICE, Source};
+use super::model::{Source, SourceType};
 
 /// The shortest periodic refresh interval accepted, seconds.
 pub const MIN_REFRESH_INTERVAL_SECS: u64 = 10;
@@ -72,24 +72,60 @@ pub struct ServiceDescriptor {
     pub config_params: Vec<ConfigParam>,
 }
 
+/// What calling a source's tools needs from its config, read once per snapshot
+/// ([`crate::domain::snapshot::Snapshot::call_settings`]) rather than on every call: the
+/// import settings (a clone of an inline document included) and the digest that tells kept
+/// state (a parsed document, a pooled MCP session) made from an older config.
+#[derive(Debug)]
+pub struct CallSettings {
+    /// The import settings, or what is wrong with them (the source's tools cannot be called).
+    pub import: Result<ImportConfig, Vec<ConfigError>>,
+    /// `config.base_url` of an `openapi` source.
+    pub base_url: Option<String>,
+    /// What state derived from the config was made from: an `openapi` source's config and
+    /// last change (its document); an `mcp` source's URL and headers (its sessions).
+    pub version: [u8; 32],
+}
+
+impl CallSettings {
+    /// The settings `source`'s config gives its calls.
+    pub fn of(source: &Source) -> CallSettings {
+        let import = import_config(source);
+        let digest = |value: &Value| -> [u8; 32] {
+            let bytes = serde_json::to_vec(value).unwrap_or_default();
+            *blake3::hash(&bytes).as_bytes()
+        };
+        let version = match &import {
+            Ok(ImportConfig::Mcp { url, headers }) => digest(&serde_json::json!([url, headers])),
+            _ => digest(&serde_json::json!([source.config, source.updated_at])),
+        };
+        CallSettings {
+            import,
+            base_url: base_url(source).map(str::to_owned),
+            version,
+        }
+    }
+}
+
 /// Every problem with `source.config` for its type; empty when it is fine.
 pub fn check(source: &Source) -> Vec<ConfigError> {
     let config = &source.config;
     if config.is_empty() {
         return Vec::new();
     }
-    match source.source_type.as_str() {
-        "openapi" => import_config(source).err().unwrap_or_default(),
-        "mcp" => import_config(source).err().unwrap_or_default(),
-        SOURCE_TOOL_SERVICE => service_descriptor(config).err().unwrap_or_default(),
-        _ => Vec::new(),
+    match source.kind() {
+        Some(SourceType::OpenApi | SourceType::Mcp) => {
+            import_config(source).err().unwrap_or_default()
+        }
+        Some(SourceType::ToolService) => service_descriptor(config).err().unwrap_or_default(),
+        Some(SourceType::Manual) | None => Vec::new(),
     }
 }
 
 /// The periodic refresh interval of an importable source, if it asks for one.
 pub fn refresh_interval_secs(source: &Source) -> Option<u64> {
-    match source.source_type.as_str() {
-        "openapi" | "mcp" => source
+    match source.kind() {
+        Some(SourceType::OpenApi | SourceType::Mcp) => source
             .config
             .get("refresh_interval_secs")
             .and_then(Value::as_u64),
@@ -101,18 +137,15 @@ pub fn refresh_interval_secs(source: &Source) -> Option<u64> {
 /// imported (another type, or an empty config) or whose config is invalid.
 pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> {
     let config = &source.config;
-    let allowed = import_keys(&source.source_type).map_err(|error| vec![error])?;
+    let openapi = source.kind() == Some(SourceType::OpenApi);
+    let allowed = import_keys(source).map_err(|error| vec![error])?;
     if config.is_empty() {
         return Err(vec![error(
             "",
             format!(
                 "this {} source has no config; set {}",
                 source.source_type,
-                if source.source_type == "openapi" {
-                    "'spec' or 'url'"
-                } else {
-                    "'url'"
-                }
+                if openapi { "'spec' or 'url'" } else { "'url'" }
             ),
         )]);
     }
@@ -122,7 +155,7 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     check_refresh_interval(config, &mut errors);
     http_url(config, "base_url", &mut errors);
     let url = http_url(config, "url", &mut errors);
-    let result = if source.source_type == "openapi" {
+    let result = if openapi {
         let spec = spec_location(config, url, &mut errors);
         spec.map(|spec| ImportConfig::OpenApi { spec, headers })
     } else {
@@ -143,21 +176,22 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
 }
 
 /// The config keys a source of this type may have; the error for a type that is not imported.
-fn import_keys(source_type: &str) -> Result<&'static [&'static str], ConfigError> {
-    match source_type {
-        "openapi" => Ok(&[
+fn import_keys(source: &Source) -> Result<&'static [&'static str], ConfigError> {
+    match source.kind() {
+        Some(SourceType::OpenApi) => Ok(&[
             "spec",
             "url",
             "headers",
             "base_url",
             "refresh_interval_secs",
         ]),
-        "mcp" => Ok(&["url", "headers", "refresh_interval_secs"]),
-        other => Err(error(
+        Some(SourceType::Mcp) => Ok(&["url", "headers", "refresh_interval_secs"]),
+        _ => Err(error(
             "",
             format!(
-                "a '{other}' source has nothing to import: its tools are written by hand \
-                 (openapi and mcp sources are imported)"
+                "a '{}' source has nothing to import: its tools are written by hand \
+                 (openapi and mcp sources are imported)",
+                source.source_type
             ),
         )),
     }
@@ -236,8 +270,8 @@ fn spec_location(
 /// Where the calls of an `openapi` source go, when its config says (`base_url`); otherwise the
 /// document's `servers` decide. Read as [`import_config`] checked it.
 pub fn base_url(source: &Source) -> Option<&str> {
-    match source.source_type.as_str() {
-        "openapi" => source.config.get("base_url").and_then(Value::as_str),
+    match source.kind() {
+        Some(SourceType::OpenApi) => source.config.get("base_url").and_then(Value::as_str),
         _ => None,
     }
 }

@@ -11,8 +11,7 @@ use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::field_error::{ErrorKind, FieldError};
 use super::mcp;
 use super::model::{
-    ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TOOL_SERVICE, SOURCE_TYPES, Selector, Tool,
-    ToolGroup,
+    ARGUMENT_TYPES, AccessPolicy, Catalog, SOURCE_TYPES, Selector, SourceType, Tool, ToolGroup,
 };
 use super::pattern::{Pattern, PatternError};
 use super::secrets;
@@ -62,7 +61,7 @@ pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
         let at = format!("sources[{i}]");
         v.name(&at, "name", &source.name);
         v.description(&at, &source.description);
-        if !SOURCE_TYPES.contains(&source.source_type.as_str()) {
+        if source.kind().is_none() {
             v.invalid(
                 format!("{at}.type"),
                 format!(
@@ -87,7 +86,7 @@ pub fn validate(catalog: &Catalog) -> Vec<FieldError> {
     let services: HashMap<&str, Option<ServiceDescriptor>> = catalog
         .sources
         .iter()
-        .filter(|s| s.source_type == SOURCE_TOOL_SERVICE)
+        .filter(|s| s.kind() == Some(SourceType::ToolService))
         .map(|s| {
             (
                 s.id.as_str(),

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use super::pool::Pool;
 use super::{CallLimits, CallOutcome, CallResult};
 use crate::domain::model::{Source, Tool};
-use crate::domain::source_config::{self, ImportConfig};
+use crate::domain::source_config::{CallSettings, ImportConfig};
 use crate::ingest::mcp_server::{McpError, McpReply, McpSession};
 
 /// Sources whose sessions are kept open at once.
@@ -49,11 +49,11 @@ pub(super) async fn call(
     sessions: &Sessions,
     client: &reqwest::Client,
     limits: CallLimits,
-    source: &Source,
+    (source, settings): (&Source, &CallSettings),
     tool: &Tool,
     arguments: &Map<String, Value>,
 ) -> CallResult {
-    let (url, headers) = match source_config::import_config(source) {
+    let (url, headers) = match &settings.import {
         Ok(ImportConfig::Mcp { url, headers }) => (url, headers),
         Ok(ImportConfig::OpenApi { .. }) | Err(_) => {
             return CallResult::hidden(
@@ -67,10 +67,9 @@ pub(super) async fn call(
             );
         }
     };
-    let version =
-        blake3::hash(&serde_json::to_vec(&json!([url, headers])).expect("text always serialises"));
+    let version = blake3::Hash::from(settings.version);
     let params = json!({"name": tool.operation_id, "arguments": arguments});
-    let (url_ref, headers_ref) = (&url, &headers);
+    let (url_ref, headers_ref) = (url, headers);
     let make = move || async move {
         let mut session = McpSession::new(
             client.clone(),

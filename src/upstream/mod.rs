@@ -36,7 +36,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tracing::field::Empty;
 
-use crate::domain::model::{SOURCE_TOOL_SERVICE, Source, Tool};
+use crate::domain::model::{Source, SourceType, Tool};
+use crate::domain::source_config::CallSettings;
 
 pub use arguments::{ArgumentError, ValidatorCache, check_arguments};
 
@@ -214,10 +215,24 @@ impl Upstream {
         self.validators.check(&tool.input_schema, &arguments)
     }
 
-    /// Executes `tool` of `source` with `arguments` (already authorized and validated).
+    /// Executes `tool` of `source` with `arguments` (already authorized and validated),
+    /// reading the source's config now (see [`Upstream::call_with`]).
     pub async fn call(
         &self,
         source: &Source,
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> CallResult {
+        let settings = CallSettings::of(source);
+        self.call_with((source, &settings), tool, arguments).await
+    }
+
+    /// Executes `tool` of `source` with `arguments` (already authorized and validated), with
+    /// what the source's config gives its calls already read (once per snapshot:
+    /// [`crate::domain::snapshot::Snapshot::call_settings`]).
+    pub async fn call_with(
+        &self,
+        (source, settings): (&Source, &CallSettings),
         tool: &Tool,
         arguments: &Map<String, Value>,
     ) -> CallResult {
@@ -231,7 +246,8 @@ impl Upstream {
         );
         let timeout = self.limits.timeout;
         let execute = async {
-            match tokio::time::timeout(timeout, self.execute(source, tool, arguments)).await {
+            let execute = self.execute((source, settings), tool, arguments);
+            match tokio::time::timeout(timeout, execute).await {
                 Ok(result) => result,
                 Err(_) => CallResult::failure(
                     CallOutcome::Timeout,
@@ -259,42 +275,48 @@ impl Upstream {
 
     async fn execute(
         &self,
-        source: &Source,
+        (source, settings): (&Source, &CallSettings),
         tool: &Tool,
         arguments: &Map<String, Value>,
     ) -> CallResult {
         let client = &self.client;
-        match source.source_type.as_str() {
-            "mcp" => {
-                mcp_server::call(&self.sessions, client, self.limits, source, tool, arguments).await
+        let target = (source, settings);
+        match source.kind() {
+            Some(SourceType::Mcp) => {
+                mcp_server::call(&self.sessions, client, self.limits, target, tool, arguments).await
             }
-            "openapi" => {
+            Some(SourceType::OpenApi) => {
                 let call = openapi::Call {
                     client,
                     limits: self.limits,
                     documents: &self.documents,
                 };
-                call.run(source, tool, arguments).await
+                call.run(target, tool, arguments).await
             }
-            other => not_executable(other),
+            Some(SourceType::Manual | SourceType::ToolService) | None => not_executable(source),
         }
     }
 }
 
 /// The answer for a tool of a source type toolgate does not execute.
-fn not_executable(source_type: &str) -> CallResult {
-    let text = match source_type {
-        SOURCE_TOOL_SERVICE => {
+fn not_executable(source: &Source) -> CallResult {
+    let text = match source.kind() {
+        Some(SourceType::ToolService) => {
             "toolgate cannot execute tools of a tool-service source: they are run by the service \
              that listens on the source's request queue. Call that service directly (toolgate \
              answers whether the call is allowed at POST /access/v1/evaluation)."
                 .to_owned()
         }
-        "manual" => "toolgate cannot execute tools of a manual source: it does not know where \
+        Some(SourceType::Manual) => {
+            "toolgate cannot execute tools of a manual source: it does not know where \
                      they run. Call the tool's service directly (toolgate answers whether the \
                      call is allowed at POST /access/v1/evaluation)."
-            .to_owned(),
-        other => format!("toolgate cannot execute tools of a '{other}' source"),
+                .to_owned()
+        }
+        _ => format!(
+            "toolgate cannot execute tools of a '{}' source",
+            source.source_type
+        ),
     };
     CallResult::failure(CallOutcome::NotExecutable, text, None)
 }

@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, COOKIE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::pool::Pool;
 use super::request::{self, PlanError, PlannedBody, PlannedRequest};
 use super::response::{self, origin};
 use super::{CallLimits, CallOutcome, CallResult};
 use crate::domain::model::{Source, Tool};
-use crate::domain::source_config::{self, ImportConfig, SpecLocation};
+use crate::domain::source_config::{CallSettings, ImportConfig, SpecLocation};
 use crate::ingest::openapi::{RequestShape, request_shape};
 use crate::ingest::{self, IngestError};
 
@@ -67,14 +67,14 @@ pub(super) struct Call<'u> {
 }
 
 impl Call<'_> {
-    /// Calls `tool` of `source` with `arguments`.
+    /// Calls `tool` of `source` (whose config gives `settings`) with `arguments`.
     pub(super) async fn run(
         &self,
-        source: &Source,
+        (source, settings): (&Source, &CallSettings),
         tool: &Tool,
         arguments: &Map<String, Value>,
     ) -> CallResult {
-        match self.prepare(source, tool, arguments).await {
+        match self.prepare(source, settings, tool, arguments).await {
             Ok(planned) => self.send(planned, tool).await,
             Err(result) => result,
         }
@@ -84,10 +84,11 @@ impl Call<'_> {
     async fn prepare(
         &self,
         source: &Source,
+        settings: &CallSettings,
         tool: &Tool,
         arguments: &Map<String, Value>,
     ) -> Result<Prepared, CallResult> {
-        let (spec, headers) = match source_config::import_config(source) {
+        let (spec, headers) = match &settings.import {
             Ok(ImportConfig::OpenApi { spec, headers }) => (spec, headers),
             Ok(ImportConfig::Mcp { .. }) | Err(_) => {
                 return Err(not_executable(format!(
@@ -97,13 +98,14 @@ impl Call<'_> {
                 )));
             }
         };
-        let shape = self.shape(source, tool, &spec, &headers).await?;
-        let base = base_url(source, &shape, &spec).map_err(not_executable)?;
+        let version = blake3::Hash::from(settings.version);
+        let shape = self.shape(source, tool, (spec, headers), version).await?;
+        let base = base_url(settings.base_url.as_deref(), &shape, spec).map_err(not_executable)?;
         let planned = request::plan(&shape, &base, arguments).map_err(plan_failure)?;
         Ok(Prepared {
             planned,
             base,
-            configured: headers,
+            configured: headers.clone(),
         })
     }
 
@@ -112,8 +114,8 @@ impl Call<'_> {
         &self,
         source: &Source,
         tool: &Tool,
-        spec: &SpecLocation,
-        headers: &[(String, String)],
+        (spec, headers): (&SpecLocation, &[(String, String)]),
+        version: blake3::Hash,
     ) -> Result<RequestShape, CallResult> {
         let (Some(method), Some(path)) = (&tool.method, &tool.path) else {
             return Err(not_executable(format!(
@@ -122,10 +124,6 @@ impl Call<'_> {
                 tool.id
             )));
         };
-        let version = blake3::hash(
-            &serde_json::to_vec(&json!([source.config, source.updated_at]))
-                .expect("JSON always serialises"),
-        );
         let read = || async {
             let read_at = chrono::Utc::now();
             let value = ingest::openapi_document(spec, headers).await?;
@@ -275,8 +273,12 @@ fn request_headers(
 }
 
 /// Where the calls of `source` go (see the module documentation).
-fn base_url(source: &Source, shape: &RequestShape, spec: &SpecLocation) -> Result<String, String> {
-    if let Some(base) = source_config::base_url(source) {
+fn base_url(
+    configured: Option<&str>,
+    shape: &RequestShape,
+    spec: &SpecLocation,
+) -> Result<String, String> {
+    if let Some(base) = configured {
         return Ok(base.to_owned());
     }
     let server = shape.server.as_deref().unwrap_or("/");
@@ -339,6 +341,8 @@ fn document_failure(error: IngestError) -> CallResult {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn source(config: Value) -> Source {
@@ -361,33 +365,35 @@ mod tests {
         let inline = SpecLocation::Inline(json!({}));
         let fetched = SpecLocation::Url("https://docs.example/specs/api.json".to_owned());
         let configured = source(json!({"spec": {}, "base_url": "http://10.0.0.1:8080/api"}));
+        let configured = CallSettings::of(&configured).base_url;
         assert_eq!(
             base_url(
-                &configured,
+                configured.as_deref(),
                 &shape(Some("https://ignored.example")),
                 &inline
             )
             .as_deref(),
             Ok("http://10.0.0.1:8080/api")
         );
-        let plain = source(json!({"spec": {}}));
+        let plain = CallSettings::of(&source(json!({"spec": {}}))).base_url;
+        let plain = plain.as_deref();
         assert_eq!(
-            base_url(&plain, &shape(Some("https://api.example/v1")), &inline).as_deref(),
+            base_url(plain, &shape(Some("https://api.example/v1")), &inline).as_deref(),
             Ok("https://api.example/v1")
         );
         assert_eq!(
-            base_url(&plain, &shape(Some("/v3")), &fetched).as_deref(),
+            base_url(plain, &shape(Some("/v3")), &fetched).as_deref(),
             Ok("https://docs.example/v3")
         );
         assert_eq!(
-            base_url(&plain, &shape(None), &fetched).as_deref(),
+            base_url(plain, &shape(None), &fetched).as_deref(),
             Ok("https://docs.example/")
         );
         let error =
-            base_url(&plain, &shape(Some("/v3")), &inline).expect_err("nothing to resolve against");
+            base_url(plain, &shape(Some("/v3")), &inline).expect_err("nothing to resolve against");
         assert!(error.contains("config.base_url"), "{error}");
         let error =
-            base_url(&plain, &shape(Some("ftp://x.example")), &inline).expect_err("not http");
+            base_url(plain, &shape(Some("ftp://x.example")), &inline).expect_err("not http");
         assert!(error.contains("not http"), "{error}");
     }
 

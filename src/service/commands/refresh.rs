@@ -3,7 +3,7 @@
 //! nothing.
 
 use super::{CommandError, Written};
-use crate::domain::model::{Catalog, SOURCE_TOOL_SERVICE};
+use crate::domain::model::{Catalog, SourceType};
 use crate::domain::stamp::Stamp;
 use crate::ingest::refresh::{self, RefreshSummary};
 use crate::ingest::{self, Import};
@@ -56,7 +56,7 @@ pub(super) async fn refresh_source(
         .find(|s| s.id == id)
         .cloned()
         .ok_or_else(not_found)?;
-    if source.source_type == SOURCE_TOOL_SERVICE {
+    if source.kind() == Some(SourceType::ToolService) {
         let count = snapshot
             .catalog()
             .tools

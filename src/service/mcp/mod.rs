@@ -169,13 +169,13 @@ impl McpTools {
             .check_arguments(named.tool, arguments)
             .map_err(Refused::InvalidArguments)?;
         // A listed tool's source exists and is enabled (visibility); without one, fail closed.
-        let source = snapshot
-            .catalog()
-            .sources
-            .iter()
-            .find(|source| source.id == named.tool.source_id)
+        let (source, settings) = snapshot
+            .call_settings(&named.tool.source_id)
             .ok_or(Refused::UnknownTool)?;
-        Ok(self.upstream.call(source, named.tool, arguments).await)
+        Ok(self
+            .upstream
+            .call_with((source, &settings), named.tool, arguments)
+            .await)
     }
 }
 
