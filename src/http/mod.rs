@@ -16,6 +16,7 @@ mod ops;
 pub mod read;
 mod request_metrics;
 mod request_span;
+mod sse;
 pub mod stream;
 
 use std::sync::Arc;

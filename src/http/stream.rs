@@ -6,14 +6,15 @@
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::routing::get;
 
 use super::AppState;
 use super::errors::ApiError;
 use super::extract::QueryPairs;
 use super::read::read_request;
+use super::sse::event_stream;
 use crate::service::Caller;
 use crate::stream::{Connection, Opening, StreamClass};
 
@@ -50,24 +51,4 @@ async fn stream_tools(
         agent.expires_at(),
     );
     Ok(event_stream(Body::from_stream(connection.into_stream())))
-}
-
-/// A `text/event-stream` response with `body`, uncached, and unbuffered by nginx-style proxies.
-pub fn event_stream(body: Body) -> Response {
-    (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (
-                header::HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            ),
-        ],
-        body,
-    )
-        .into_response()
 }

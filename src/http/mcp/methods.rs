@@ -458,5 +458,5 @@ pub(super) async fn stream(
         params,
         Arc::clone(&app.metrics),
     );
-    Ok(crate::http::stream::event_stream(Body::from_stream(body)))
+    Ok(crate::http::sse::event_stream(Body::from_stream(body)))
 }
