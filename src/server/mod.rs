@@ -11,7 +11,6 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::app::App;
 use crate::config::{Settings, dev_banner, sample_tokens};
 use crate::http::{AppState, router};
 
@@ -20,7 +19,7 @@ pub mod fd_limit;
 mod listen;
 mod observed;
 
-pub use crate::app::StoreConfig;
+pub use crate::app::{App, StoreConfig};
 pub use listen::ConnectionLimits;
 
 /// `toolgate serve`: runs the gateway with these settings until SIGINT or SIGTERM.
