@@ -12,6 +12,7 @@ mod support;
 
 mod auth;
 mod cli;
+mod code_shape;
 mod conditional_instances;
 mod conformance_core;
 mod decision_bounds;
