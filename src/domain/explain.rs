@@ -87,19 +87,44 @@ pub struct ToolExplanation {
     pub visible: bool,
     /// Why it is not visible, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hidden_because: Option<&'static str>,
+    pub hidden_because: Option<Hidden>,
     /// Whether it is in the manifest computed with the request's options.
     pub in_manifest: bool,
 }
 
 /// The values of [`ToolExplanation::decision`].
 pub const DECISIONS: [&str; 2] = ["granted", "denied"];
+/// Why a granted tool is not visible to agents, in the order the reasons are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Hidden {
+    #[serde(rename = "disabled")]
+    Disabled,
+    #[serde(rename = "deprecated")]
+    Deprecated,
+    #[serde(rename = "source missing")]
+    SourceMissing,
+    #[serde(rename = "source disabled")]
+    SourceDisabled,
+}
+
+impl Hidden {
+    /// The reason as written in explanations and decision details.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Hidden::Disabled => "disabled",
+            Hidden::Deprecated => "deprecated",
+            Hidden::SourceMissing => "source missing",
+            Hidden::SourceDisabled => "source disabled",
+        }
+    }
+}
+
 /// The values of [`ToolExplanation::hidden_because`], in the order they are checked.
 pub const HIDDEN_BECAUSE: [&str; 4] = [
-    "disabled",
-    "deprecated",
-    "source missing",
-    "source disabled",
+    Hidden::Disabled.as_str(),
+    Hidden::Deprecated.as_str(),
+    Hidden::SourceMissing.as_str(),
+    Hidden::SourceDisabled.as_str(),
 ];
 
 /// A manifest together with its explanation.
@@ -307,9 +332,9 @@ impl Snapshot {
             .collect()
     }
 
-    /// Why tool `t` is not visible to agents (one of [`HIDDEN_BECAUSE`], in that order of
-    /// precedence), or `None` when it is.
-    pub(super) fn hidden_because(&self, t: usize) -> Option<&'static str> {
+    /// Why tool `t` is not visible to agents (in [`Hidden`]'s order of precedence), or `None`
+    /// when it is.
+    pub(super) fn hidden_because(&self, t: usize) -> Option<Hidden> {
         let tool = &self.tools[t];
         let source_enabled = self
             .catalog
@@ -317,15 +342,14 @@ impl Snapshot {
             .iter()
             .find(|s| s.id == self.catalog.tools[tool.catalog_position].source_id)
             .map(|s| s.enabled);
-        let [disabled, deprecated, source_missing, source_disabled] = HIDDEN_BECAUSE;
         if !tool.enabled {
-            Some(disabled)
+            Some(Hidden::Disabled)
         } else if tool.deprecated {
-            Some(deprecated)
+            Some(Hidden::Deprecated)
         } else {
             match source_enabled {
-                None => Some(source_missing),
-                Some(false) => Some(source_disabled),
+                None => Some(Hidden::SourceMissing),
+                Some(false) => Some(Hidden::SourceDisabled),
                 Some(true) => None,
             }
         }

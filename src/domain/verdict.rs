@@ -11,6 +11,7 @@ use fixedbitset::FixedBitSet;
 
 use super::claims::Claims;
 use super::decide::Decision;
+use super::explain::Hidden;
 use super::manifest::ManifestOptions;
 use super::snapshot::{Snapshot, tool_index};
 
@@ -53,6 +54,25 @@ impl Evaluation {
     }
 }
 
+/// The request option that removed a granted, visible tool from a manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Narrowing {
+    Group,
+    State,
+    Tools,
+}
+
+impl Narrowing {
+    /// The option as named in requests and decision details.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Narrowing::Group => "group",
+            Narrowing::State => "state",
+            Narrowing::Tools => "tools",
+        }
+    }
+}
+
 /// Why a tool is, or is not, in the manifest of an [`Evaluation`] (for admins).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict<'s> {
@@ -62,18 +82,10 @@ pub enum Verdict<'s> {
     Denied(Deciding<'s>),
     /// No matching policy covers it.
     NotGranted,
-    /// Granted, but agents do not see it: `because` is one of the explanation's
-    /// `hidden_because` values (`disabled`, `deprecated`, `source missing`, `source disabled`).
-    Hidden {
-        by: Deciding<'s>,
-        because: &'static str,
-    },
-    /// Granted and visible, but a request option removed it: `option` is `group`, `state` or
-    /// `tools`.
-    Narrowed {
-        by: Deciding<'s>,
-        option: &'static str,
-    },
+    /// Granted, but agents do not see it, for this reason.
+    Hidden { by: Deciding<'s>, because: Hidden },
+    /// Granted and visible, but this request option removed it.
+    Narrowed { by: Deciding<'s>, option: Narrowing },
     /// No tool has this id.
     UnknownTool,
 }
@@ -189,7 +201,7 @@ impl Snapshot {
             if !alone.contains(t) {
                 return Verdict::Narrowed {
                     by,
-                    option: "group",
+                    option: Narrowing::Group,
                 };
             }
         }
@@ -198,13 +210,13 @@ impl Snapshot {
             if !alone.contains(t) {
                 return Verdict::Narrowed {
                     by,
-                    option: "state",
+                    option: Narrowing::State,
                 };
             }
         }
         Verdict::Narrowed {
             by,
-            option: "tools",
+            option: Narrowing::Tools,
         }
     }
 
@@ -381,21 +393,21 @@ mod tests {
                 "s:old",
                 Verdict::Hidden {
                     by: deciding("p-a-reads", 10, &["g-all", "g-reads"]),
-                    because: "disabled",
+                    because: Hidden::Disabled,
                 },
             ),
             (
                 "off:x",
                 Verdict::Hidden {
                     by: deciding("p-a-reads", 10, &["g-all", "g-reads"]),
-                    because: "source disabled",
+                    because: Hidden::SourceDisabled,
                 },
             ),
             (
                 "s:write",
                 Verdict::Narrowed {
                     by: deciding("p-a-reads", 10, &["g-all"]),
-                    option: "state",
+                    option: Narrowing::State,
                 },
             ),
             ("s:orphan", Verdict::NotGranted),
@@ -421,7 +433,7 @@ mod tests {
             snapshot.verdict(&grouped, "s:write"),
             Verdict::Narrowed {
                 by: deciding("p-a-reads", 10, &["g-all"]),
-                option: "group",
+                option: Narrowing::Group,
             }
         );
     }

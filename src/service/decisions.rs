@@ -27,7 +27,7 @@ use crate::domain::claims::Claims;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
-use crate::domain::verdict::{Deciding, Evaluation, Verdict};
+use crate::domain::verdict::{Deciding, Evaluation, Narrowing, Verdict};
 
 /// The actions decided (AuthZEN `action.name`): calling a tool, and nothing else. Any other
 /// name is a question answered "no" with the reason `unsupported_action`.
@@ -271,30 +271,31 @@ impl Reason {
                 "no matching policy grants or denies this tool".to_owned(),
             ),
             Verdict::Hidden { by, because } => Reason {
-                detail: Some(*because),
+                detail: Some(because.as_str()),
                 ..Reason::decided(
                     ReasonCode::Hidden,
                     by,
                     format!(
-                        "{}, but agents do not see it: {because}",
-                        policy_words("granted", by)
+                        "{}, but agents do not see it: {}",
+                        policy_words("granted", by),
+                        because.as_str()
                     ),
                 )
             },
             Verdict::Narrowed { by, option } => {
-                let why = match *option {
-                    "group" => format!(
+                let why = match option {
+                    Narrowing::Group => format!(
                         "none of the granted groups containing it is in context.group ({})",
                         scope.groups.as_deref().unwrap_or_default().join(", ")
                     ),
-                    "state" => format!(
+                    Narrowing::State => format!(
                         "it is not available in the state '{}'",
                         scope.state.as_deref().unwrap_or_default()
                     ),
-                    other => format!("the option '{other}' removed it"),
+                    Narrowing::Tools => "the option 'tools' removed it".to_owned(),
                 };
                 Reason {
-                    detail: Some(*option),
+                    detail: Some(option.as_str()),
                     ..Reason::decided(
                         ReasonCode::Narrowed,
                         by,

@@ -434,7 +434,10 @@ fn explanation_names_failing_matchers_members_exclusions_and_deciders() {
         ),
         ("denied", "deny", 5)
     );
-    assert_eq!(delete.hidden_because, Some("disabled"));
+    assert_eq!(
+        delete.hidden_because,
+        Some(crate::domain::explain::Hidden::Disabled)
+    );
     assert!(!delete.in_manifest);
     assert!(tool("billing:list_invoices").in_manifest);
 }

@@ -103,7 +103,7 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         deciding_policy: "p".into(),
         groups: vec![],
         visible: false,
-        hidden_because: Some("disabled"),
+        hidden_because: Some(crate::domain::explain::Hidden::Disabled),
         in_manifest: false,
     };
     let explanation = Explanation {
