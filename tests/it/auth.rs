@@ -5,7 +5,7 @@
 //! server on 127.0.0.1. Nothing is mocked.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -28,18 +28,11 @@ const SECRET: &str = "an-hmac-secret-that-is-long-enough-for-hs512";
 // Keys, tokens and JWKS documents
 // ---------------------------------------------------------------------------------------------
 
-fn now() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970");
-    i64::try_from(since_epoch.as_secs()).expect("sane clock")
-}
-
 /// Claims of a token valid for five more minutes.
 fn fresh_claims() -> Value {
     json!({
         "sub": "agent-7",
-        "exp": now() + 300,
+        "exp": support::unix_now() + 300,
         "roles": ["reader"],
         "realm_access": {"roles": ["admin"], "nested": {"deep": true}},
     })
@@ -302,11 +295,11 @@ async fn exp_beyond_the_leeway_is_expired_and_within_it_accepted() {
     let verifier = hs_verifier().await; // default leeway: 30 s
     let sign = |exp: i64| hs_token(Algorithm::HS256, SECRET.as_bytes(), &json!({"exp": exp}));
     assert_eq!(
-        verifier.verify(&sign(now() - 120)).await,
+        verifier.verify(&sign(support::unix_now() - 120)).await,
         Err(AuthError::Expired)
     );
     let within = verifier
-        .verify(&sign(now() - 10))
+        .verify(&sign(support::unix_now() - 10))
         .await
         .expect("within leeway");
     assert!(within.expires_at.is_some());
@@ -318,7 +311,7 @@ async fn exp_beyond_the_leeway_is_expired_and_within_it_accepted() {
     })
     .await;
     assert_eq!(
-        strict.verify(&sign(now() - 10)).await,
+        strict.verify(&sign(support::unix_now() - 10)).await,
         Err(AuthError::Expired)
     );
 }
@@ -330,15 +323,18 @@ async fn nbf_in_the_future_is_not_yet_valid() {
         hs_token(
             Algorithm::HS256,
             SECRET.as_bytes(),
-            &json!({"nbf": nbf, "exp": now() + 3600}),
+            &json!({"nbf": nbf, "exp": support::unix_now() + 3600}),
         )
     };
     assert_eq!(
-        verifier.verify(&sign(now() + 600)).await,
+        verifier.verify(&sign(support::unix_now() + 600)).await,
         Err(AuthError::NotYetValid)
     );
     assert!(
-        verifier.verify(&sign(now() + 10)).await.is_ok(),
+        verifier
+            .verify(&sign(support::unix_now() + 10))
+            .await
+            .is_ok(),
         "within leeway"
     );
 }
@@ -353,7 +349,7 @@ async fn issuer_and_audience_are_checked_when_configured() {
     })
     .await;
     let sign = |mut claims: Value| {
-        claims["exp"] = json!(now() + 600);
+        claims["exp"] = json!(support::unix_now() + 600);
         hs_token(Algorithm::HS256, SECRET.as_bytes(), &claims)
     };
     let iss = "https://idp.example";
@@ -605,7 +601,10 @@ async fn asymmetric_rejections_name_the_reason() {
         Err(AuthError::DisallowedAlgorithm)
     );
 
-    let expired = rsa.sign(Algorithm::RS256, &json!({"exp": now() - 3600}));
+    let expired = rsa.sign(
+        Algorithm::RS256,
+        &json!({"exp": support::unix_now() - 3600}),
+    );
     assert_eq!(verifier.verify(&expired).await, Err(AuthError::Expired));
 }
 

@@ -27,10 +27,6 @@ fn catalog() -> Value {
     })
 }
 
-fn reader(sub: &str) -> String {
-    Gateway::token(json!({"sub": sub, "roles": ["reader"]}))
-}
-
 const DURATION: &str = "http_server_request_duration_seconds";
 
 fn requests(scrape: &Scrape, method: &str, route: &str, status: &str) -> f64 {
@@ -107,7 +103,7 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
     // anything (a miss, denied), one with a forged token (401).
     for _ in 0..3 {
         gateway
-            .get("/agents/tools", &reader("alice@example.com"))
+            .get("/agents/tools", &Gateway::reader("alice@example.com"))
             .await
             .expect(StatusCode::OK);
     }
@@ -116,7 +112,7 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
         .get("/agents/tools", &nobody)
         .await
         .expect(StatusCode::OK);
-    let forged = format!("{}x", reader("mallory"));
+    let forged = format!("{}x", Gateway::reader("mallory"));
     gateway
         .get("/agents/tools", &forged)
         .await
@@ -134,7 +130,7 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
     let mut stream = SseClient::connect(
         &gateway,
         "/agents/tools/stream",
-        &reader("alice@example.com"),
+        &Gateway::reader("alice@example.com"),
     )
     .await;
     assert_eq!(stream.event(WAIT).await.event, "tools");
@@ -295,7 +291,7 @@ async fn a_known_sequence_of_requests_gives_exact_metrics() {
 async fn increments_between_two_scrapes_are_exact() {
     let gateway = Gateway::start().await;
     gateway.put_catalog(catalog()).await;
-    let token = reader("bob");
+    let token = Gateway::reader("bob");
     gateway
         .get("/agents/tools", &token)
         .await

@@ -24,10 +24,6 @@ fn catalog() -> Value {
     })
 }
 
-fn reader(sub: &str) -> String {
-    Gateway::token(json!({"sub": sub, "roles": ["reader"]}))
-}
-
 /// Every class: one request per second sustained, bursts of [`BURST`].
 async fn limited_gateway() -> (Gateway, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -61,7 +57,7 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
     let (gateway, _dir) = limited_gateway().await;
     // One admin write (of the burst of 3) to set the catalog up.
     gateway.put_catalog(catalog()).await;
-    let alice = reader("alice");
+    let alice = Gateway::reader("alice");
     for _ in 0..BURST {
         gateway
             .get("/agents/tools", &alice)
@@ -78,11 +74,13 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
 
     // Another subject has its own bucket; a fresh token of the same subject does not.
     gateway
-        .get("/agents/tools", &reader("bob"))
+        .get("/agents/tools", &Gateway::reader("bob"))
         .await
         .expect(StatusCode::OK);
     assert_limited(
-        &gateway.get("/agents/tools", &reader("alice")).await,
+        &gateway
+            .get("/agents/tools", &Gateway::reader("alice"))
+            .await,
         "agent reads",
     );
 
@@ -117,7 +115,7 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
 async fn stream_opens_have_their_own_budget() {
     let (gateway, _dir) = limited_gateway().await;
     gateway.put_catalog(catalog()).await;
-    let carol = reader("carol");
+    let carol = Gateway::reader("carol");
     let mut streams = Vec::new();
     for _ in 0..BURST {
         streams.push(SseClient::connect(&gateway, "/agents/tools/stream", &carol).await);
@@ -196,7 +194,7 @@ async fn admin_writes_are_limited_and_admin_reads_are_not() {
             .request(
                 Method::DELETE,
                 "/admin/labels/l-1",
-                Some(&reader("eve")),
+                Some(&Gateway::reader("eve")),
                 None,
             )
             .await

@@ -50,10 +50,6 @@ async fn gateway_with(
     (seeded(Gateway::start_with(config).await).await, dir)
 }
 
-fn reader(sub: &str) -> String {
-    Gateway::token(json!({"sub": sub, "roles": ["reader"]}))
-}
-
 fn staff(sub: &str) -> String {
     Gateway::token(json!({"sub": sub, "roles": ["staff"]}))
 }
@@ -107,7 +103,7 @@ async fn hub_settles_at(gateway: &Gateway, count: usize) {
 #[tokio::test]
 async fn the_first_event_is_the_full_manifest_with_its_etag() {
     let gateway = gateway().await;
-    let token = reader("a");
+    let token = Gateway::reader("a");
     let plain = gateway.get("/agents/tools", &token).await;
     for path in [
         "/agents/tools/stream",
@@ -132,7 +128,7 @@ async fn the_first_event_is_the_full_manifest_with_its_etag() {
 #[tokio::test]
 async fn a_change_to_this_manifest_yields_exactly_one_tools_changed() {
     let gateway = gateway().await;
-    let token = reader("a");
+    let token = Gateway::reader("a");
     let mut stream = SseClient::connect(&gateway, "/agents/tools/stream", &token).await;
     stream.event(WAIT).await;
     add_tool(&gateway, "search", "GET").await;
@@ -154,7 +150,8 @@ async fn a_change_to_this_manifest_yields_exactly_one_tools_changed() {
 #[tokio::test]
 async fn an_unrelated_change_yields_nothing() {
     let gateway = gateway().await;
-    let mut reading = SseClient::connect(&gateway, "/agents/tools/stream", &reader("a")).await;
+    let mut reading =
+        SseClient::connect(&gateway, "/agents/tools/stream", &Gateway::reader("a")).await;
     let mut staffing = SseClient::connect(&gateway, "/agents/tools/stream", &staff("s")).await;
     reading.event(WAIT).await;
     staffing.event(WAIT).await;
@@ -181,7 +178,8 @@ async fn an_unrelated_change_yields_nothing() {
 #[tokio::test]
 async fn revoking_access_removes_everything_and_keeps_the_stream_open() {
     let gateway = gateway().await;
-    let mut stream = SseClient::connect(&gateway, "/agents/tools/stream", &reader("a")).await;
+    let mut stream =
+        SseClient::connect(&gateway, "/agents/tools/stream", &Gateway::reader("a")).await;
     stream.event(WAIT).await;
     set_policy_active(&gateway, "p-read", false).await;
     let revoked = stream.event(WAIT).await;
@@ -196,11 +194,7 @@ async fn revoking_access_removes_everything_and_keeps_the_stream_open() {
 #[tokio::test]
 async fn a_token_with_a_short_exp_gets_token_expired_and_the_stream_ends() {
     let gateway = gateway().await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
-    let exp = now + 2;
+    let exp = support::unix_now() + 2;
     let token = Gateway::token(json!({"sub": "short", "roles": ["reader"], "exp": exp}));
     let mut stream = SseClient::connect(&gateway, "/agents/tools/stream", &token).await;
     assert_eq!(stream.event(WAIT).await.event, "tools");
@@ -222,7 +216,7 @@ async fn a_token_with_a_short_exp_gets_token_expired_and_the_stream_ends() {
 #[tokio::test]
 async fn resume_with_a_current_and_a_stale_last_event_id() {
     let gateway = gateway().await;
-    let token = reader("a");
+    let token = Gateway::reader("a");
     let etag = gateway
         .get("/agents/tools", &token)
         .await
@@ -253,7 +247,7 @@ async fn many_subscribers_with_different_claims_each_get_their_own_diff() {
     let path = "/agents/tools/stream";
     let mut readers = Vec::new();
     for sub in ["r1", "r2", "r3", "r1"] {
-        readers.push(SseClient::connect(&gateway, path, &reader(sub)).await);
+        readers.push(SseClient::connect(&gateway, path, &Gateway::reader(sub)).await);
     }
     let mut staffs = Vec::new();
     for sub in ["s1", "s2"] {
@@ -298,7 +292,7 @@ async fn many_subscribers_with_different_claims_each_get_their_own_diff() {
 #[tokio::test]
 async fn a_slow_reader_does_not_delay_a_fast_one_and_is_coalesced() {
     let (gateway, _dir) = gateway_with(|config| config.cache.stream_queue_bytes = 300 * 1024).await;
-    let token = reader("a");
+    let token = Gateway::reader("a");
     // The slow reader: a socket with a small receive buffer that reads nothing (yet).
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket.set_recv_buffer_size(64 * 1024).expect("rcvbuf");
@@ -316,7 +310,8 @@ async fn a_slow_reader_does_not_delay_a_fast_one_and_is_coalesced() {
     )
     .await
     .expect("request");
-    let mut fast = SseClient::connect(&gateway, "/agents/tools/stream", &reader("b")).await;
+    let mut fast =
+        SseClient::connect(&gateway, "/agents/tools/stream", &Gateway::reader("b")).await;
     fast.event(WAIT).await;
     hub_settles_at(&gateway, 2).await;
 
@@ -384,7 +379,8 @@ async fn ping_comments_arrive_and_the_request_timeout_does_not_cut_streams() {
         config.request_timeout = Duration::from_millis(300);
     })
     .await;
-    let mut stream = SseClient::connect(&gateway, "/agents/tools/stream", &reader("a")).await;
+    let mut stream =
+        SseClient::connect(&gateway, "/agents/tools/stream", &Gateway::reader("a")).await;
     stream.event(WAIT).await;
     let started = Instant::now();
     let mut pings = 0;
@@ -404,9 +400,9 @@ async fn ping_comments_arrive_and_the_request_timeout_does_not_cut_streams() {
 async fn streams_beyond_the_per_subject_cap_are_refused_with_429() {
     let (gateway, _dir) = gateway_with(|config| config.max_streams_per_subject = 2).await;
     let path = "/agents/tools/stream";
-    let first = SseClient::connect(&gateway, path, &reader("capped")).await;
+    let first = SseClient::connect(&gateway, path, &Gateway::reader("capped")).await;
     let _second = SseClient::connect(&gateway, path, &staff("capped")).await;
-    let refused = SseClient::open(&gateway, path, &reader("capped"), None)
+    let refused = SseClient::open(&gateway, path, &Gateway::reader("capped"), None)
         .await
         .err()
         .expect("refused");
@@ -417,15 +413,15 @@ async fn streams_beyond_the_per_subject_cap_are_refused_with_429() {
     );
     assert!(refused.header("retry-after").is_some());
     // Another subject is not affected; a closed stream frees its place.
-    let _other = SseClient::connect(&gateway, path, &reader("other")).await;
+    let _other = SseClient::connect(&gateway, path, &Gateway::reader("other")).await;
     drop(first);
     hub_settles_at(&gateway, 2).await;
-    let _third = SseClient::connect(&gateway, path, &reader("capped")).await;
+    let _third = SseClient::connect(&gateway, path, &Gateway::reader("capped")).await;
     // Same admin rules as GET /agents/tools.
     let forbidden = SseClient::open(
         &gateway,
         "/agents/tools/stream?include_disabled=true",
-        &reader("x"),
+        &Gateway::reader("x"),
         None,
     )
     .await
@@ -448,7 +444,7 @@ async fn disconnects_free_every_subscription() {
     let mut streams = Vec::new();
     for i in 0..20 {
         let token = if i % 2 == 0 {
-            reader("many")
+            Gateway::reader("many")
         } else {
             staff("many")
         };
@@ -469,7 +465,7 @@ async fn disconnects_free_every_subscription() {
 #[tokio::test]
 async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
     let gateway = gateway().await;
-    let token = reader("a");
+    let token = Gateway::reader("a");
     let full = gateway.get("/agents/tools", &token).await;
     let narrowed = gateway
         .get("/agents/tools?fields=name&fields=groups", &token)

@@ -24,13 +24,6 @@ const CLAIM_VALUES: [&str; 5] = [
     "role-canary-reader",
 ];
 
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64
-}
-
 fn claims(exp: i64) -> Map<String, Value> {
     json!({
         "sub": CLAIM_VALUES[0],
@@ -39,7 +32,7 @@ fn claims(exp: i64) -> Map<String, Value> {
         "project": CLAIM_VALUES[2],
         "name": CLAIM_VALUES[3],
         "roles": ["reader", CLAIM_VALUES[4]],
-        "iat": now(),
+        "iat": support::unix_now(),
         "exp": exp,
     })
     .as_object()
@@ -62,11 +55,14 @@ async fn traffic(base: &str) -> Vec<String> {
         .no_proxy()
         .build()
         .expect("client");
-    let good = mint_hs256(SECRET, &claims(now() + 600)).expect("mint");
-    let expired = mint_hs256(SECRET, &claims(now() - 3600)).expect("mint");
-    let forged =
-        mint_hs256("another-secret-of-32-bytes-length!", &claims(now() + 600)).expect("mint");
-    let mut admin_claims = claims(now() + 600);
+    let good = mint_hs256(SECRET, &claims(support::unix_now() + 600)).expect("mint");
+    let expired = mint_hs256(SECRET, &claims(support::unix_now() - 3600)).expect("mint");
+    let forged = mint_hs256(
+        "another-secret-of-32-bytes-length!",
+        &claims(support::unix_now() + 600),
+    )
+    .expect("mint");
+    let mut admin_claims = claims(support::unix_now() + 600);
     admin_claims.insert("sub".into(), json!(ADMIN_EMAIL));
     admin_claims.insert("roles".into(), json!(["admin"]));
     let admin = mint_hs256(SECRET, &admin_claims).expect("mint");

@@ -5,7 +5,7 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::json;
@@ -23,11 +23,7 @@ async fn app_and_caller() -> (App, Caller, i64, tempfile::TempDir) {
     let app = App::build(&config(dir.path(), hs_settings()))
         .await
         .expect("the app builds");
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
-    let exp = now + HOUR;
+    let exp = support::unix_now() + HOUR;
     let claims = json!({"sub": "hourly", "exp": exp});
     let token = VerifiedToken {
         claims: claims.as_object().cloned().expect("object"),

@@ -151,6 +151,11 @@ impl Gateway {
         }
     }
 
+    /// A token of an agent `sub` with the role `reader` (the test catalogs grant it tools).
+    pub fn reader(sub: &str) -> String {
+        Gateway::token(json!({"sub": sub, "roles": ["reader"]}))
+    }
+
     pub fn token(claims: Value) -> String {
         let mut claims: Map<String, Value> = claims.as_object().expect("claims object").clone();
         let now = std::time::SystemTime::now()

@@ -15,3 +15,11 @@ pub mod scrape;
 pub mod source_text;
 pub mod sse;
 pub mod upstream;
+
+/// The current unix time in seconds (for `exp`, `iat`, `nbf` claims).
+pub fn unix_now() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    i64::try_from(since_epoch.as_secs()).expect("sane clock")
+}
