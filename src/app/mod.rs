@@ -1,7 +1,7 @@
-//! The application: every service the transports use, built once from [`Settings`] by
-//! [`App::build`] (zero-to-production's `Application::build`), shared by every request as one
+//! The application: every service the transports use, built once from [`Settings`](crate::config::Settings) by
+//! [`App::build`](crate::app::App::build) (zero-to-production's `Application::build`), shared by every request as one
 //! `Arc`. Building opens the store, loads the catalog, connects Redis and sets up token
-//! verification; [`App::spawn_background`] starts what runs beside requests (fan-out to
+//! verification; [`App::spawn_background`](crate::app::App::spawn_background) starts what runs beside requests (fan-out to
 //! streams, periodic refreshes, following other instances, forgetting idle rate buckets).
 //!
 //! The transports (HTTP, SSE, MCP, decisions) hold an `Arc<App>` and only map: every rule of
@@ -89,7 +89,7 @@ impl Drop for Background {
 }
 
 impl App {
-    /// Builds the application from `settings`: see [`build`].
+    /// Builds the application from `settings`, one small step per part (`app/build.rs`).
     pub async fn build(settings: &Settings) -> anyhow::Result<App> {
         build::app(settings).await
     }

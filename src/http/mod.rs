@@ -1,7 +1,9 @@
 //! The HTTP adapter: axum routes over the catalog service, the manifest cache and the verifier.
 //!
-//! Handlers are thin: extract (token, query, body), call one service or domain function, map
-//! the result. Errors become problem JSON in `errors.rs` only.
+//! Handlers are thin: extract (the [`crate::service::Caller`], query, body), call one service
+//! or domain function, map the result. Who may ask what is decided in [`crate::service`]
+//! (`read`, `limits`), streams open through [`crate::stream::open`]; errors become problem
+//! JSON in `errors.rs` only.
 
 pub mod admin;
 pub mod agents;

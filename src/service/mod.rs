@@ -1,6 +1,10 @@
 //! The application layer between the transports and the domain: the write commands, the
 //! current snapshot, the manifests every transport serves, decisions about single tools, and
 //! the background work (periodic refreshes, following other instances).
+//!
+//! Every access rule is here, once: who is asking ([`Caller`]), what they may read
+//! ([`read`]: admin-only options, whose claims a decision evaluates, the admin routes) and
+//! how fast ([`limits`]). Transports map the typed refusals to their wire and decide nothing.
 
 pub mod access;
 mod caller;
