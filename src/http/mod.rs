@@ -18,6 +18,7 @@ mod ops;
 pub mod read;
 mod request_metrics;
 mod request_span;
+pub mod routes;
 mod sse;
 pub mod stream;
 
@@ -95,11 +96,12 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState) -> Router {
     let metrics = Arc::clone(&state.app.metrics);
     let request_timeout = state.http.request_timeout;
-    let api = Router::new()
-        .route("/agents/tools", get(agents::list_tools))
-        .route("/api/agents/tools", get(agents::list_tools))
-        .merge(authzen::routes())
-        .merge(admin::routes(&state));
+    let api = routes::router([
+        ("/agents/tools", get(agents::list_tools)),
+        ("/api/agents/tools", get(agents::list_tools)),
+    ])
+    .merge(authzen::routes())
+    .merge(admin::routes(&state));
     #[cfg(feature = "bench-routes")]
     let api = api.merge(bench::routes());
     let api =

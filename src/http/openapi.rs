@@ -13,6 +13,7 @@ mod authzen_paths;
 mod bodies;
 mod collection_paths;
 mod conditional;
+mod mcp_paths;
 pub mod model;
 mod ops_paths;
 mod stream_paths;
@@ -69,7 +70,7 @@ pub async fn serve() -> Response {
 
 /// The error responses, shared as components (`#/components/responses/<name>`): status, name,
 /// description. Each route lists the ones it can answer with, per API.md.
-const PROBLEMS: [(u16, &str, &str); 11] = [
+const PROBLEMS: [(u16, &str, &str); 13] = [
     (
         400,
         "Malformed",
@@ -88,6 +89,12 @@ const PROBLEMS: [(u16, &str, &str); 11] = [
     ),
     (404, "NotFound", "No entity with this id."),
     (
+        406,
+        "NotAcceptable",
+        "The client accepts no representation the route gives (`GET /mcp` without \
+         `text/event-stream` in `Accept`).",
+    ),
+    (
         409,
         "Conflict",
         "An id or name clash, a reference that blocks a delete, or a concurrent write.",
@@ -103,6 +110,11 @@ const PROBLEMS: [(u16, &str, &str); 11] = [
         413,
         "PayloadTooLarge",
         "The body is larger than the limit (default 1 MiB).",
+    ),
+    (
+        415,
+        "UnsupportedMediaType",
+        "The body is in a media type the route does not read (`/mcp` reads JSON).",
     ),
     (
         422,
@@ -273,6 +285,17 @@ fn paths() -> Paths {
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())
         .path("/admin/audit", admin_paths::audit())
+        .path("/mcp", mcp_paths::endpoint())
+        .path(
+            "/.well-known/oauth-protected-resource",
+            get(mcp_paths::protected_resource("protected_resource_metadata")),
+        )
+        .path(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(mcp_paths::protected_resource(
+                "protected_resource_metadata_of_mcp",
+            )),
+        )
         .path("/healthz", get(ops_paths::healthz()))
         .path("/readyz", get(ops_paths::readyz()))
         .path("/metrics", get(ops_paths::metrics()))

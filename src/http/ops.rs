@@ -14,11 +14,12 @@ use super::AppState;
 use super::errors::ApiError;
 
 pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(super::openapi::serve))
+    super::routes::router([
+        ("/healthz", get(healthz)),
+        ("/readyz", get(readyz)),
+        ("/metrics", get(metrics)),
+        ("/openapi.json", get(super::openapi::serve)),
+    ])
 }
 
 /// The process is alive and serving.

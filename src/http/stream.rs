@@ -20,10 +20,11 @@ use crate::stream::{Connection, Opening, StreamClass};
 
 /// The stream routes; mounted outside the request timeout.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/agents/tools/stream", get(stream_tools))
-        .route("/agents/stream", get(stream_tools))
-        .route("/api/agents/stream", get(stream_tools))
+    super::routes::router([
+        ("/agents/tools/stream", get(stream_tools)),
+        ("/agents/stream", get(stream_tools)),
+        ("/api/agents/stream", get(stream_tools)),
+    ])
 }
 
 async fn stream_tools(

@@ -8,51 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::gateway::Gateway;
+use toolgate::http::routes::{self, Access, ROUTES};
 
-/// Every route of the router, with its methods. Written out on purpose: a route added to the
-/// router without being documented (or the reverse) fails here.
-const ROUTES: &[(&str, &[&str])] = &[
-    ("/agents/tools", &["get"]),
-    ("/api/agents/tools", &["get"]),
-    ("/agents/tools/stream", &["get"]),
-    ("/agents/stream", &["get"]),
-    ("/api/agents/stream", &["get"]),
-    ("/access/v1/evaluation", &["post"]),
-    ("/access/v1/evaluations", &["post"]),
-    ("/access/v1/search/resource", &["post"]),
-    ("/.well-known/authzen-configuration", &["get"]),
-    ("/admin/sources", &["get", "post"]),
-    ("/admin/sources/{id}", &["get", "put", "patch", "delete"]),
-    ("/admin/tools", &["get", "post"]),
-    ("/admin/tools/{id}", &["get", "put", "patch", "delete"]),
-    ("/admin/labels", &["get", "post"]),
-    ("/admin/labels/{id}", &["get", "put", "patch", "delete"]),
-    ("/admin/groups", &["get", "post"]),
-    ("/admin/groups/{id}", &["get", "put", "patch", "delete"]),
-    ("/admin/policies", &["get", "post"]),
-    ("/admin/policies/{id}", &["get", "put", "patch", "delete"]),
-    ("/admin/sources/{id}/refresh", &["post"]),
-    ("/admin/tools/{id}/enable", &["post"]),
-    ("/admin/tools/{id}/disable", &["post"]),
-    ("/admin/groups/{id}/tools", &["get"]),
-    ("/admin/preview", &["post"]),
-    ("/admin/impact", &["post"]),
-    ("/admin/catalog", &["get", "put"]),
-    ("/admin/audit", &["get"]),
-    ("/healthz", &["get"]),
-    ("/readyz", &["get"]),
-    ("/metrics", &["get"]),
-    ("/openapi.json", &["get"]),
-];
-
-/// The routes that need no token.
-const OPEN: [&str; 5] = [
-    "/healthz",
-    "/readyz",
-    "/metrics",
-    "/openapi.json",
-    "/.well-known/authzen-configuration",
-];
+/// The routes that need no token, from the one route table.
+fn is_open(path: &str) -> bool {
+    routes::of(path).is_some_and(|route| route.access == Access::Open)
+}
 
 const HTTP_METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -98,10 +59,10 @@ async fn the_document_is_openapi_3_1_and_lists_every_route() {
     );
     let expected: BTreeMap<String, BTreeSet<String>> = ROUTES
         .iter()
-        .map(|(path, methods)| {
+        .map(|route| {
             (
-                (*path).to_owned(),
-                methods.iter().map(|m| (*m).to_owned()).collect(),
+                route.path.to_owned(),
+                route.methods.iter().map(|m| (*m).to_owned()).collect(),
             )
         })
         .collect();
@@ -117,9 +78,11 @@ async fn every_documented_operation_is_served() {
         let concrete = path.replace("{id}", "no-such-id");
         for method in methods {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
-            let streams = !document["paths"][&path][method.as_str().to_lowercase()]["responses"]
-                ["200"]["content"]["text/event-stream"]
-                .is_null();
+            // `/mcp` streams only inside a session: probed like any other route below.
+            let streams = path != "/mcp"
+                && !document["paths"][&path][method.as_str().to_lowercase()]["responses"]["200"]
+                    ["content"]["text/event-stream"]
+                    .is_null();
             if streams {
                 // A stream never ends on its own: its status and type are what is checked.
                 let response = gateway
@@ -162,6 +125,31 @@ async fn every_documented_operation_is_served() {
     }
 }
 
+/// The route table is what the router serves: every method a path does not list is answered
+/// 405, so a method served but left out of the table (and so of the document) fails here, as
+/// a path left out of the table stops the gateway at start.
+#[tokio::test]
+async fn a_method_the_table_does_not_list_is_405() {
+    let gateway = Gateway::start().await;
+    let admin = Gateway::admin();
+    for route in ROUTES {
+        let concrete = route.path.replace("{id}", "no-such-id");
+        for method in ["get", "put", "post", "delete", "patch"] {
+            if route.methods.contains(&method) {
+                continue;
+            }
+            let verb = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            let reply = gateway.request(verb, &concrete, Some(&admin), None).await;
+            assert_eq!(
+                reply.status,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {}: served but not in the route table",
+                route.path
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn bearer_security_everywhere_but_the_ops_routes() {
     let gateway = Gateway::start().await;
@@ -174,7 +162,7 @@ async fn bearer_security_everywhere_but_the_ops_routes() {
     for (path, methods) in documented_routes(&document) {
         for method in methods {
             let operation = &document["paths"][&path][&method];
-            if OPEN.contains(&path.as_str()) {
+            if is_open(&path) {
                 assert_eq!(operation["security"], json!([]), "{method} {path}");
             } else {
                 assert!(
@@ -586,6 +574,20 @@ async fn real_responses_fit_their_documented_schemas() {
             None,
             200,
         ),
+        (
+            "/.well-known/oauth-protected-resource",
+            Method::GET,
+            "/.well-known/oauth-protected-resource",
+            None,
+            200,
+        ),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            Method::GET,
+            "/.well-known/oauth-protected-resource/mcp",
+            None,
+            200,
+        ),
     ];
     for (template, method, path, body, status) in checks {
         check(&gateway, &document, template, method, path, body, status).await;
@@ -642,5 +644,32 @@ fn the_schema_checker_refuses_what_does_not_fit() {
     assert!(
         fits(&document, &object, &json!({"a": "x", "z": 1}), "v").is_err(),
         "undeclared"
+    );
+}
+
+/// Every route is registered through the table's `route`: no `.route(` / `.nest(` call in the
+/// HTTP code bypasses it (the `bench-routes` feature's file is the one exception).
+#[test]
+fn no_route_is_registered_around_the_table() {
+    use crate::support::source_text::{code_only, rust_files};
+    let http = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let mut files = Vec::new();
+    rust_files(&http, &mut files);
+    let mut bypasses = Vec::new();
+    for file in files {
+        let shown = file.display().to_string();
+        if shown.ends_with("routes.rs") || shown.ends_with("bench.rs") {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(&file).expect("readable"));
+        for call in [".route(", ".nest(", ".route_service("] {
+            if code.contains(call) {
+                bypasses.push(format!("{shown}: {call}"));
+            }
+        }
+    }
+    assert!(
+        bypasses.is_empty(),
+        "register routes through http::routes: {bypasses:#?}"
     );
 }

@@ -56,16 +56,18 @@ impl AdminEntity for AccessPolicy {
     type Schema = schemas::AccessPolicySchema;
 }
 
-pub(super) fn routes<E: AdminEntity>() -> Router<AppState> {
-    Router::new()
-        .route("/", get(list::<E>).post(create::<E>))
-        .route(
-            "/{id}",
+/// The collection's routes under `path` (`/admin/sources`): the list and one entity.
+pub(super) fn routes<E: AdminEntity>(path: &str) -> Router<AppState> {
+    crate::http::routes::router([
+        (path.to_owned(), get(list::<E>).post(create::<E>)),
+        (
+            format!("{path}/{{id}}"),
             get(read::<E>)
                 .put(replace::<E>)
                 .patch(patch::<E>)
                 .delete(delete::<E>),
-        )
+        ),
+    ])
 }
 
 async fn list<E: AdminEntity>(

@@ -36,7 +36,7 @@ pub struct Collection {
     pub filters: &'static [ListFilter],
     /// The name of the entity's schema among the document's components.
     pub schema_name: fn() -> Cow<'static, str>,
-    routes: fn() -> Router<AppState>,
+    routes: fn(&str) -> Router<AppState>,
 }
 
 impl Collection {
@@ -68,23 +68,23 @@ pub const COLLECTIONS: [Collection; 5] = [
 /// Every admin route. `state` is the one the routes will be served with: answers that do not
 /// carry a revision of their own get the current one as their `ETag`.
 pub fn routes(state: &AppState) -> Router<AppState> {
-    let mut router = Router::new();
+    let mut router = crate::http::routes::router([
+        ("/admin/sources/{id}/refresh", post(refresh::refresh)),
+        ("/admin/tools/{id}/enable", post(tools::enable)),
+        ("/admin/tools/{id}/disable", post(tools::disable)),
+        ("/admin/groups/{id}/tools", get(catalog::group_members)),
+        ("/admin/preview", post(preview::preview)),
+        ("/admin/impact", post(impact::impact)),
+        ("/admin/catalog", get(catalog::read).put(catalog::replace)),
+        ("/admin/audit", get(audit::list)),
+    ]);
     for collection in COLLECTIONS {
-        router = router.nest(&collection.path(), (collection.routes)());
+        router = router.merge((collection.routes)(&collection.path()));
     }
-    router
-        .route("/admin/sources/{id}/refresh", post(refresh::refresh))
-        .route("/admin/tools/{id}/enable", post(tools::enable))
-        .route("/admin/tools/{id}/disable", post(tools::disable))
-        .route("/admin/groups/{id}/tools", get(catalog::group_members))
-        .route("/admin/preview", post(preview::preview))
-        .route("/admin/impact", post(impact::impact))
-        .route("/admin/catalog", get(catalog::read).put(catalog::replace))
-        .route("/admin/audit", get(audit::list))
-        .layer(axum::middleware::map_response_with_state(
-            state.clone(),
-            conditional::with_current_etag,
-        ))
+    router.layer(axum::middleware::map_response_with_state(
+        state.clone(),
+        conditional::with_current_etag,
+    ))
 }
 
 /// The audit identity of a request: the token's `sub` and the request id.

@@ -66,15 +66,16 @@ pub const MAX_BATCH_ITEMS: usize = 1000;
 
 /// The decision routes (they need a token, and run under the request timeout).
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(EVALUATION, post(evaluation))
-        .route(EVALUATIONS, post(evaluations))
-        .route(SEARCH_RESOURCE, post(search_resource))
+    super::routes::router([
+        (EVALUATION, post(evaluation)),
+        (EVALUATIONS, post(evaluations)),
+        (SEARCH_RESOURCE, post(search_resource)),
+    ])
 }
 
 /// The discovery document, open like `/healthz`.
 pub fn open_routes() -> Router<AppState> {
-    Router::new().route(CONFIGURATION, get(configuration))
+    super::routes::router([(CONFIGURATION, get(configuration))])
 }
 
 /// `POST /access/v1/evaluation`.

@@ -62,20 +62,21 @@ pub struct McpEndpoint {
 
 /// `/mcp`; mounted outside the request timeout (its notification streams stay open).
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+    super::routes::router([("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))])
 }
 
 /// The protected-resource metadata, which needs no token.
 pub fn open_routes() -> Router<AppState> {
-    Router::new()
-        .route(
+    super::routes::router([
+        (
             "/.well-known/oauth-protected-resource",
             get(metadata::document),
-        )
-        .route(
+        ),
+        (
             "/.well-known/oauth-protected-resource/mcp",
             get(metadata::document),
-        )
+        ),
+    ])
 }
 
 /// How a request is answered: the revision it speaks and the session it belongs to.
