@@ -53,14 +53,7 @@ pub(super) fn agent_manifest(operation_id: &str) -> Operation {
         "The tools this agent may call",
         "The manifest for the token's claims. `/api/agents/tools` is an alias.",
     );
-    for (name, is_flag, description) in AGENT_QUERY {
-        let schema = if is_flag {
-            flag_schema()
-        } else {
-            text_schema()
-        };
-        builder = builder.parameter(query_parameter(name, schema, description));
-    }
+    builder = with_agent_query(builder);
     builder = builder
         .parameter(
             ParameterBuilder::new()
@@ -89,6 +82,22 @@ pub(super) fn agent_manifest(operation_id: &str) -> Operation {
                 .header("Cache-Control", header_object("`private, no-cache`.")),
         );
     problems(builder, &[400, 401, 403, 429]).build()
+}
+
+/// `builder` with the query options of the agent endpoints ([`AGENT_QUERY`]), shared by the
+/// manifest and its stream.
+pub(super) fn with_agent_query(
+    mut builder: utoipa::openapi::path::OperationBuilder,
+) -> utoipa::openapi::path::OperationBuilder {
+    for (name, is_flag, description) in AGENT_QUERY {
+        let schema = if is_flag {
+            flag_schema()
+        } else {
+            text_schema()
+        };
+        builder = builder.parameter(query_parameter(name, schema, description));
+    }
+    builder
 }
 
 #[cfg(test)]

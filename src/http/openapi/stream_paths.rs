@@ -5,7 +5,7 @@
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::{ContentBuilder, Required, ResponseBuilder};
 
-use super::{AGENT_QUERY, flag_schema, operation, problems, query_parameter, text_schema};
+use super::{operation, problems, text_schema};
 
 /// The stream's events, for the description.
 const EVENTS: &str = "Server-sent events, each `event:`, `id:` (an etag) and one `data:` line \
@@ -29,14 +29,7 @@ pub(super) fn manifest_stream(operation_id: &str) -> Operation {
         "The manifest for the token's claims, then each change to it. `/agents/stream` and \
          `/api/agents/stream` are aliases. `explain` is refused here (400).",
     );
-    for (name, is_flag, description) in AGENT_QUERY {
-        let schema = if is_flag {
-            flag_schema()
-        } else {
-            text_schema()
-        };
-        builder = builder.parameter(query_parameter(name, schema, description));
-    }
+    builder = super::agent_paths::with_agent_query(builder);
     builder = builder
         .parameter(
             ParameterBuilder::new()
