@@ -150,8 +150,9 @@ fn benches(c: &mut Criterion) {
     });
     manifest.finish();
 
-    // Entries are serialised on first use, so the first manifest after a catalog change also
-    // pays for its tools' entries; this group measures that cold case on a fresh snapshot.
+    // Entries are serialised when a snapshot is compiled (carried over when unchanged), so the
+    // first manifest of a fresh snapshot costs what any new decision does; this group keeps
+    // watching that cold case.
     let mut cold = c.benchmark_group("manifest_first_after_compile");
     cold.sample_size(10);
     cold.measurement_time(Duration::from_secs(3));

@@ -247,19 +247,29 @@ impl<'s> Manifest<'s> {
         out.push(b'}');
     }
 
-    /// About how many bytes the body takes (to size its buffer once).
+    /// How many bytes the body takes, at most and (for all fields, the default) within a few
+    /// dozen bytes: the buffer is sized once, never grows (a copy of megabytes) and is not cut
+    /// to fit afterwards (another one).
     pub fn estimated_json_len(&self) -> usize {
+        let groups = self.fields.contains(Field::Groups);
+        // `,"groups":[` and `]`; `,"enabled":false,"deprecated":false`; `}` and `,`.
+        let per_entry = usize::from(groups) * 12 + usize::from(self.include_disabled) * 35 + 2;
         let entries: usize = self
             .entries
             .iter()
-            .map(|entry| self.snapshot.tool_entry(entry.tool as usize).prefix_len() + 48)
+            .map(|entry| self.snapshot.tool_entry(entry.tool as usize).prefix_len() + per_entry)
             .sum();
-        let groups: usize = self
-            .group_lists
-            .iter()
-            .map(|&g| self.snapshot.groups[g as usize].json_id.len() + 1)
-            .sum();
-        entries + groups + 128
+        let group_bytes: usize = if groups {
+            self.group_lists
+                .iter()
+                .map(|&g| self.snapshot.groups[g as usize].json_id.len() + 1)
+                .sum()
+        } else {
+            0
+        };
+        // Escaping can make a warning's JSON up to six bytes per byte.
+        let warnings: usize = self.warnings.iter().map(|w| w.len() * 6 + 3).sum();
+        entries + group_bytes + warnings + 128
     }
 }
 

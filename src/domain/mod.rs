@@ -21,6 +21,7 @@
 //!   denied, not granted, hidden, narrowed, unknown), for admins.
 
 pub mod access;
+mod carry;
 pub mod claims;
 mod compile_error;
 mod decide;

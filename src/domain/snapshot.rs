@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use fixedbitset::FixedBitSet;
 
+use super::carry;
 use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::compile_error::CompileError;
 use super::entry::{ToolEntry, truncate};
@@ -50,6 +51,8 @@ pub struct Snapshot {
     /// What calls of each source (as in `catalog.sources`) need from its config, read on the
     /// first call at this revision.
     call_settings: Vec<OnceLock<Arc<CallSettings>>>,
+    /// How many tool entries this compile serialised (the others were carried over).
+    entries_built: usize,
 }
 
 #[derive(Debug)]
@@ -61,10 +64,10 @@ pub(super) struct CompiledTool {
     pub deprecated: bool,
     /// Position of the tool in `catalog.tools`.
     pub catalog_position: usize,
-    /// The manifest entry's JSON without `groups` and the closing brace, and its hash; built on
-    /// first use ([`Snapshot::tool_entry`]), so a catalog change costs serialisation only for
-    /// the tools that are actually served afterwards.
-    pub entry: OnceLock<ToolEntry>,
+    /// The manifest entry's JSON without `groups` and the closing brace, and its hash; built
+    /// when the snapshot is compiled, or carried over from the previous snapshot when the tool
+    /// is unchanged (`carry.rs`), so no request serialises a tool.
+    pub entry: Arc<ToolEntry>,
 }
 
 #[derive(Debug)]
@@ -122,12 +125,30 @@ impl Snapshot {
         revision: u64,
         workers: &dyn Workers,
     ) -> Result<Snapshot, CompileError> {
+        Snapshot::compile_after(catalog, revision, workers, None)
+    }
+
+    /// [`Snapshot::compile_with`], taking from `previous` (the snapshot this one replaces) the
+    /// serialised entries of the tools that did not change.
+    pub fn compile_after(
+        catalog: Catalog,
+        revision: u64,
+        workers: &dyn Workers,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, CompileError> {
         let order = tool_order(&catalog);
+        let positions: Vec<usize> = order.iter().map(|&(_, position)| position).collect();
+        let carry::Entries { entries, built } = carry::entries(
+            &catalog,
+            &positions,
+            |tool| previous.and_then(|previous| previous.entry_of(tool)),
+            workers,
+        );
         let ToolPass {
             tools,
             visible,
             mut selection,
-        } = ToolPass::over(&catalog, &order);
+        } = ToolPass::over(&catalog, &order, entries);
         selection.prepare(&catalog.groups, workers);
         let tool_ids: HashMap<&str, u32> = order
             .iter()
@@ -162,6 +183,7 @@ impl Snapshot {
                 .map(|(position, source)| (source.id.clone(), position))
                 .collect(),
             call_settings: catalog.sources.iter().map(|_| OnceLock::new()).collect(),
+            entries_built: built,
             catalog,
         })
     }
@@ -201,11 +223,23 @@ impl Snapshot {
         self.tools.len()
     }
 
-    /// Tool `t`'s serialised manifest entry, built the first time any manifest needs it.
+    /// Tool `t`'s serialised manifest entry.
     pub(super) fn tool_entry(&self, t: usize) -> &ToolEntry {
-        let tool = &self.tools[t];
-        tool.entry
-            .get_or_init(|| ToolEntry::new(&self.catalog.tools[tool.catalog_position]))
+        &self.tools[t].entry
+    }
+
+    /// This snapshot's entry for `tool` if it holds a tool with the same id equal to it.
+    fn entry_of(&self, tool: &super::model::Tool) -> Option<Arc<ToolEntry>> {
+        let compiled = &self.tools[tool_index(self, &tool.id)? as usize];
+        (self.catalog.tools[compiled.catalog_position] == *tool)
+            .then(|| Arc::clone(&compiled.entry))
+    }
+
+    /// How many tool entries compiling this snapshot serialised; the others were carried over
+    /// from the snapshot it replaced. (What keeps a one-tool write from costing a request a
+    /// whole catalog's serialisation.)
+    pub fn entries_built(&self) -> usize {
+        self.entries_built
     }
 }
 
@@ -241,8 +275,9 @@ struct ToolPass<'c> {
 }
 
 impl<'c> ToolPass<'c> {
-    /// `order` is [`tool_order`]'s: the tools get their snapshot indices from it.
-    fn over(catalog: &'c Catalog, order: &[(&str, usize)]) -> Self {
+    /// `order` is [`tool_order`]'s: the tools get their snapshot indices from it; `entries`
+    /// are their serialised entries, in the same order.
+    fn over(catalog: &'c Catalog, order: &[(&str, usize)], entries: Vec<Arc<ToolEntry>>) -> Self {
         let sources: HashMap<&str, &super::model::Source> = catalog
             .sources
             .iter()
@@ -252,7 +287,7 @@ impl<'c> ToolPass<'c> {
         let mut tools = Vec::with_capacity(tool_count);
         let mut visible = FixedBitSet::with_capacity(tool_count);
         let mut selection = SelectionIndex::with_capacity(tool_count);
-        for (index, &(_, position)) in order.iter().enumerate() {
+        for ((index, &(_, position)), entry) in order.iter().enumerate().zip(entries) {
             let tool = &catalog.tools[position];
             let source = sources.get(tool.source_id.as_str());
             let source_enabled = source.is_some_and(|source| source.enabled);
@@ -265,7 +300,7 @@ impl<'c> ToolPass<'c> {
                 enabled: tool.enabled,
                 deprecated: tool.deprecated,
                 catalog_position: position,
-                entry: OnceLock::new(),
+                entry,
             });
         }
         ToolPass {

@@ -208,7 +208,7 @@ impl CatalogService {
         store: Arc<dyn CatalogStore>,
         bus: Option<Arc<dyn ChangeBus>>,
     ) -> Result<CatalogService, OpenError> {
-        let snapshot = load_snapshot(store.as_ref()).await?;
+        let snapshot = load_snapshot(store.as_ref(), None).await?;
         let (revisions, _) = watch::channel(snapshot.revision());
         let bus = bus.unwrap_or_else(|| Arc::new(LocalBus::new(snapshot.revision())));
         Ok(CatalogService {
@@ -247,7 +247,7 @@ impl CatalogService {
         if stored == self.snapshot().revision() {
             return Ok(false);
         }
-        let snapshot = load_snapshot(self.store.as_ref()).await?;
+        let snapshot = load_snapshot(self.store.as_ref(), Some(&self.snapshot())).await?;
         self.publish(snapshot);
         Ok(true)
     }
@@ -420,7 +420,7 @@ impl CatalogService {
 
     /// Publishes what the store holds (after losing a race to another instance).
     async fn reload(&self) -> Result<(), WriteError> {
-        let fresh = load_snapshot(self.store.as_ref())
+        let fresh = load_snapshot(self.store.as_ref(), Some(&self.snapshot()))
             .await
             .map_err(|error| match error {
                 OpenError::Store(error) => WriteError::Store(error),
@@ -507,14 +507,19 @@ fn prepare(mut catalog: Catalog, base: &Snapshot) -> Result<Prepared, WriteError
     if changes.is_empty() {
         return Ok(Prepared::Unchanged);
     }
-    let snapshot = Snapshot::compile_with(catalog, base.revision() + 1, &Threads::available())
-        .map_err(|error| {
-            WriteError::Invalid(vec![FieldError {
-                field: error.field,
-                message: error.message,
-                kind: ErrorKind::Invalid,
-            }])
-        })?;
+    let snapshot = Snapshot::compile_after(
+        catalog,
+        base.revision() + 1,
+        &Threads::available(),
+        Some(base),
+    )
+    .map_err(|error| {
+        WriteError::Invalid(vec![FieldError {
+            field: error.field,
+            message: error.message,
+            kind: ErrorKind::Invalid,
+        }])
+    })?;
     Ok(Prepared::Ready(Box::new(snapshot), changes))
 }
 
@@ -549,15 +554,20 @@ fn announcement(revision: u64, changes: &[Change]) -> CatalogChange {
     change
 }
 
-async fn load_snapshot(store: &dyn CatalogStore) -> Result<Snapshot, OpenError> {
+/// The stored catalog, compiled; with the entries of `current`'s unchanged tools carried over.
+async fn load_snapshot(
+    store: &dyn CatalogStore,
+    current: Option<&Snapshot>,
+) -> Result<Snapshot, OpenError> {
     let stored = store.load().await?;
     let mut catalog = stored.catalog;
     catalog.normalize();
     catalog.sort_by_id();
-    Ok(Snapshot::compile_with(
+    Ok(Snapshot::compile_after(
         catalog,
         stored.revision,
         &Threads::available(),
+        current,
     )?)
 }
 

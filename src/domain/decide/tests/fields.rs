@@ -137,3 +137,32 @@ fn unknown_names_are_refused_and_tool_id_is_always_there() {
     assert_eq!(Fields::parse(["tool_id"]), Ok(only_ids));
     assert!(Fields::default().is_all());
 }
+
+/// The body's buffer is sized once: never too small (it would grow, copying the body), and for
+/// the default fields within 1/16 (or it is cut to fit afterwards, copying it again).
+#[test]
+fn the_body_size_estimate_is_a_tight_upper_bound() {
+    let snapshot = full_catalog(|_| {});
+    let narrowed = Fields::parse(["name"]).expect("a field");
+    for (include_disabled, fields) in [
+        (false, Fields::ALL),
+        (true, Fields::ALL),
+        (false, narrowed),
+        (true, narrowed),
+    ] {
+        let options = ManifestOptions {
+            include_disabled,
+            fields,
+            ..ManifestOptions::default()
+        };
+        let manifest = snapshot.manifest(&claims(json!({"sub": "a"})), &options);
+        let (estimate, actual) = (manifest.estimated_json_len(), manifest.to_json().len());
+        assert!(estimate >= actual, "{options:?}: {estimate} < {actual}");
+        if fields.is_all() {
+            assert!(
+                estimate - actual <= actual / 16,
+                "{options:?}: {estimate} for {actual}"
+            );
+        }
+    }
+}
