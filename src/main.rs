@@ -7,6 +7,7 @@ use toolgate::{server, telemetry};
 
 /// mimalloc gives freed memory back to the system (after a short delay), where glibc's malloc
 /// kept the peak of a large import or a flood of distinct manifests resident after it was freed.
+/// Built without transparent huge pages (Cargo.toml says why).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -16,6 +16,8 @@
 #
 #   scripts/bench/mcp.sh [seconds-per-round=5] [connections=16] [rounds=2]
 #
+# GATEWAY_BIN=<path> measures that gateway binary (an older build, say) instead of this tree's.
+#
 # Needs wrk (Debian package `wrk`; installed if missing) and python3. Builds the release binary
 # (in CARGO_TARGET_DIR when set).
 set -euo pipefail
@@ -32,7 +34,7 @@ ensure_wrk
 ulimit -n 65536 2>/dev/null || true
 
 cargo build --release --locked --quiet
-BIN=${CARGO_TARGET_DIR:-target}/release/toolgate
+BIN=${GATEWAY_BIN:-${CARGO_TARGET_DIR:-target}/release/toolgate}
 WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT

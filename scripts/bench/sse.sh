@@ -6,6 +6,8 @@
 #
 #   scripts/bench/sse.sh [subscribers=10000] [claim-sets=100] [sse|sse-h2|mcp]
 #
+# GATEWAY_BIN=<path> measures that gateway binary (an older build, say) instead of this tree's.
+#
 # With `mcp` the subscribers are MCP sessions (2025-11-25) with their `GET /mcp` notification
 # streams, and the change they wait for is `notifications/tools/list_changed`. With `sse-h2` the
 # SSE subscriptions are HTTP/2 streams, 190 per connection: the way to 100,000 subscribers where
@@ -31,7 +33,7 @@ fi
 
 cargo build --release --locked --quiet --bin toolgate --example sse_load
 TARGET=${CARGO_TARGET_DIR:-target}
-BIN=$TARGET/release/toolgate
+BIN=${GATEWAY_BIN:-$TARGET/release/toolgate}
 LOAD=$TARGET/release/examples/sse_load
 WORK=$(mktemp -d)
 PID=""

@@ -69,12 +69,13 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
     verifier.spawn_refresh();
     let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics);
     let hub = hub(settings, &manifests, &catalog);
-    let mcp_tools = McpTools::new(
+    let mcp_tools = Arc::new(McpTools::new(
         Arc::clone(&decisions),
         Arc::clone(&manifests),
-        upstream,
+        Arc::new(upstream),
         settings.mcp.page_size,
-    );
+        settings.cache.mcp_page_bytes,
+    ));
     let limits = Limiters::new(settings.rate_limits).observed(Arc::clone(&metrics));
     Ok(App {
         catalog,

@@ -34,7 +34,7 @@ pub struct App {
     /// Decisions about single tools, from the same evaluation as manifests.
     pub decisions: Arc<Decisions>,
     /// MCP listings and calls.
-    pub mcp_tools: McpTools,
+    pub mcp_tools: Arc<McpTools>,
     /// Every open stream (SSE and MCP), capped per subject by class.
     pub hub: Arc<StreamHub>,
     pub verifier: Verifier,

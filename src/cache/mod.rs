@@ -60,6 +60,9 @@ impl CacheKey {
 pub struct CacheBudgets {
     /// Rendered manifests (their bodies, mostly), per (access decision, options).
     pub manifest_bytes: usize,
+    /// MCP `tools/list` pages, per (access decision, options, cursor): a manifest's tools as
+    /// MCP objects, page by page.
+    pub mcp_page_bytes: usize,
     /// Access decisions by claims key (a few hundred bytes each).
     pub access_bytes: usize,
     /// Evaluations for decisions and MCP listings, per (access decision, options): a few

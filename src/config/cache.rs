@@ -8,8 +8,9 @@ use super::{ConfigError, Environment};
 use crate::cache::CacheBudgets;
 
 /// The environment variables read here.
-pub(super) const VARIABLES: [&str; 5] = [
+pub(super) const VARIABLES: [&str; 6] = [
     "TOOLGATE_CACHE_MANIFEST_BYTES",
+    "TOOLGATE_CACHE_MCP_PAGE_BYTES",
     "TOOLGATE_CACHE_ACCESS_BYTES",
     "TOOLGATE_CACHE_EVALUATION_BYTES",
     "TOOLGATE_CACHE_STREAM_QUEUE_BYTES",
@@ -21,6 +22,7 @@ pub(super) const VARIABLES: [&str; 5] = [
 #[serde(deny_unknown_fields)]
 pub(super) struct CacheSection {
     manifest_bytes: Option<u64>,
+    mcp_page_bytes: Option<u64>,
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
     stream_queue_bytes: Option<u64>,
@@ -32,6 +34,7 @@ pub(super) struct CacheSection {
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct CacheLayer {
     manifest_bytes: Option<u64>,
+    mcp_page_bytes: Option<u64>,
     access_bytes: Option<u64>,
     evaluation_bytes: Option<u64>,
     stream_queue_bytes: Option<u64>,
@@ -42,6 +45,7 @@ impl CacheLayer {
     pub(super) fn from_file(section: CacheSection, place: &str) -> Result<CacheLayer, ConfigError> {
         Ok(CacheLayer {
             manifest_bytes: section.manifest_bytes,
+            mcp_page_bytes: section.mcp_page_bytes,
             access_bytes: section.access_bytes,
             evaluation_bytes: section.evaluation_bytes,
             stream_queue_bytes: section
@@ -59,6 +63,7 @@ impl CacheLayer {
         let number = |name: &str| env.get(name).map(|t| number::integer(name, t)).transpose();
         Ok(CacheLayer {
             manifest_bytes: number("TOOLGATE_CACHE_MANIFEST_BYTES")?,
+            mcp_page_bytes: number("TOOLGATE_CACHE_MCP_PAGE_BYTES")?,
             access_bytes: number("TOOLGATE_CACHE_ACCESS_BYTES")?,
             evaluation_bytes: number("TOOLGATE_CACHE_EVALUATION_BYTES")?,
             stream_queue_bytes: number("TOOLGATE_CACHE_STREAM_QUEUE_BYTES")?
@@ -74,6 +79,7 @@ impl CacheLayer {
     pub(super) fn overlaid_by(self, higher: CacheLayer) -> CacheLayer {
         CacheLayer {
             manifest_bytes: higher.manifest_bytes.or(self.manifest_bytes),
+            mcp_page_bytes: higher.mcp_page_bytes.or(self.mcp_page_bytes),
             access_bytes: higher.access_bytes.or(self.access_bytes),
             evaluation_bytes: higher.evaluation_bytes.or(self.evaluation_bytes),
             stream_queue_bytes: higher.stream_queue_bytes.or(self.stream_queue_bytes),
@@ -89,6 +95,7 @@ impl CacheLayer {
         };
         CacheBudgets {
             manifest_bytes: bytes(self.manifest_bytes, defaults.manifest_bytes),
+            mcp_page_bytes: bytes(self.mcp_page_bytes, defaults.mcp_page_bytes),
             access_bytes: bytes(self.access_bytes, defaults.access_bytes),
             evaluation_bytes: bytes(self.evaluation_bytes, defaults.evaluation_bytes),
             stream_queue_bytes: bytes(self.stream_queue_bytes, defaults.stream_queue_bytes),

@@ -130,6 +130,7 @@ impl Default for CacheBudgets {
     fn default() -> CacheBudgets {
         CacheBudgets {
             manifest_bytes: 128 << 20,
+            mcp_page_bytes: 64 << 20,
             access_bytes: 16 << 20,
             evaluation_bytes: 32 << 20,
             stream_queue_bytes: 4 << 20,

@@ -10,6 +10,7 @@ pub mod agents;
 pub mod authzen;
 #[cfg(feature = "bench-routes")]
 mod bench;
+mod chunks;
 pub mod errors;
 pub mod extract;
 pub mod mcp;

@@ -10,7 +10,7 @@ use crate::cache::redis::SharedCache;
 use crate::http::AppState;
 use crate::http::mcp::McpEndpoint;
 use crate::redis_link::RedisLink;
-use crate::service::{CatalogService, Decisions, Manifests};
+use crate::service::{CatalogService, Decisions, Manifests, McpTools};
 use crate::stream::frame::EventKind;
 use crate::stream::{StreamClass, StreamHub};
 use crate::telemetry::{Metrics, Reading, ReadingKind};
@@ -19,6 +19,7 @@ use crate::telemetry::{Metrics, Reading, ReadingKind};
 pub(super) struct Observed {
     pub manifests: Weak<Manifests>,
     pub decisions: Weak<Decisions>,
+    pub mcp_tools: Weak<McpTools>,
     pub hub: Weak<StreamHub>,
     pub catalog: Weak<CatalogService>,
     pub redis: Option<Weak<RedisLink>>,
@@ -33,6 +34,7 @@ impl Observed {
         Observed {
             manifests: Arc::downgrade(&app.manifests),
             decisions: Arc::downgrade(&app.decisions),
+            mcp_tools: Arc::downgrade(&app.mcp_tools),
             hub: Arc::downgrade(&app.hub),
             catalog: Arc::downgrade(&app.catalog),
             redis: app.redis.as_ref().map(Arc::downgrade),
@@ -112,13 +114,14 @@ pub(super) fn register(metrics: &Metrics, gateway: Observed) {
     let Observed {
         manifests,
         decisions,
+        mcp_tools,
         hub,
         catalog,
         redis,
         shared,
         mcp,
     } = gateway;
-    register_caches(metrics, manifests, decisions);
+    register_caches(metrics, manifests, decisions, mcp_tools);
     register_streams(metrics, hub.clone());
     metrics.observe(
         ReadingKind::Gauge,
@@ -145,9 +148,14 @@ pub(super) fn register(metrics: &Metrics, gateway: Observed) {
     }
 }
 
-/// The three caches of the request path: rendered manifests, access decisions (read through
-/// the manifests) and evaluations.
-fn register_caches(metrics: &Metrics, manifests: Weak<Manifests>, decisions: Weak<Decisions>) {
+/// The caches of the request path: rendered manifests, access decisions (read through the
+/// manifests), evaluations and MCP pages.
+fn register_caches(
+    metrics: &Metrics,
+    manifests: Weak<Manifests>,
+    decisions: Weak<Decisions>,
+    mcp_tools: Weak<McpTools>,
+) {
     let access = manifests.clone();
     register_cache!(
         metrics,
@@ -171,6 +179,12 @@ fn register_caches(metrics: &Metrics, manifests: Weak<Manifests>, decisions: Wea
         move || decisions
             .upgrade()
             .map(|decisions| decisions.evaluation_stats())
+    );
+    register_cache!(
+        metrics,
+        "mcp_page_cache",
+        "this instance's cache of MCP tools/list pages, per access decision, options and cursor",
+        move || mcp_tools.upgrade().map(|tools| tools.page_stats())
     );
 }
 

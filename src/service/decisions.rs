@@ -518,20 +518,33 @@ impl Decisions {
         options: ManifestOptions,
     ) -> Arc<Evaluation> {
         let matched = self.access.matched(snapshot, fingerprint, claims);
-        let key = Decided { matched, options };
-        if let Some(hit) = self.evaluations.get(&key, snapshot.revision()) {
+        self.listing_of(snapshot, &Decided { matched, options }, claims)
+    }
+
+    /// The evaluation of `decided`, the decision for `claims` at `snapshot` (from
+    /// [`AccessCache::matched`]): kept, or made now and kept.
+    pub fn listing_of(
+        &self,
+        snapshot: &Snapshot,
+        decided: &Decided,
+        claims: &Claims,
+    ) -> Arc<Evaluation> {
+        if let Some(hit) = self.evaluations.get(decided, snapshot.revision()) {
             return hit;
         }
-        match snapshot.evaluation_of(&key.matched, &key.options) {
+        match snapshot.evaluation_of(&decided.matched, &decided.options) {
             Some(evaluation) => {
                 let evaluation = Arc::new(evaluation);
-                self.evaluations
-                    .insert_at(key, snapshot.revision(), Arc::clone(&evaluation));
+                self.evaluations.insert_at(
+                    decided.clone(),
+                    snapshot.revision(),
+                    Arc::clone(&evaluation),
+                );
                 evaluation
             }
             // A decision of another revision (both come from `snapshot`, so never): the claims
             // themselves decide, and nothing is kept.
-            None => Arc::new(snapshot.evaluate(claims, &key.options)),
+            None => Arc::new(snapshot.evaluate(claims, &decided.options)),
         }
     }
 }

@@ -23,11 +23,13 @@ use toolgate::auth::AdminRule;
 use toolgate::cache::CacheKey;
 use toolgate::domain::claims::ClaimPath;
 use toolgate::domain::manifest::ManifestOptions;
+use toolgate::domain::mcp::McpCatalog;
 use toolgate::domain::model::{AccessPolicy, Catalog, ClaimMatcher, Selector, Tool};
 use toolgate::domain::snapshot::Snapshot;
 use toolgate::service::access::AccessCache;
-use toolgate::service::{Decisions, Manifests};
+use toolgate::service::{Decisions, Manifests, McpTools};
 use toolgate::telemetry::Metrics;
+use toolgate::upstream::{CallLimits, Upstream};
 
 // ---------------------------------------------------------------------------------------------
 // The reference model
@@ -364,29 +366,44 @@ struct Tally {
 /// The byte budget of each cache in [`Bounded`]: a few entries at most.
 const TINY_BUDGET: usize = 1200;
 
-/// The manifest and decision services with tiny budgets, fresh per case (caches belong to one
-/// revision, and every case's catalog is at revision 1).
+/// Tools per MCP page in [`Bounded`]: small, so that manifests span pages and cursors.
+const MCP_PAGE: usize = 3;
+
+/// The manifest, decision and MCP services with tiny budgets, fresh per case (caches belong to
+/// one revision, and every case's catalog is at revision 1).
 struct Bounded {
-    manifests: Manifests,
-    decisions: Decisions,
+    manifests: Arc<Manifests>,
+    decisions: Arc<Decisions>,
+    mcp: McpTools,
 }
 
 impl Bounded {
     fn new(admin_paths: &[ClaimPath]) -> Bounded {
         thread_local! {
             static METRICS: Arc<Metrics> = Arc::new(Metrics::new(None).expect("metrics"));
+            static UPSTREAM: Arc<Upstream> =
+                Arc::new(Upstream::new(CallLimits::default()).expect("an HTTP client"));
         }
         let access = Arc::new(AccessCache::new(TINY_BUDGET));
+        let manifests = Arc::new(Manifests::new(
+            Arc::clone(&access),
+            TINY_BUDGET,
+            None,
+            admin_paths,
+            16,
+            METRICS.with(Arc::clone),
+        ));
+        let decisions = Arc::new(Decisions::new(access, TINY_BUDGET));
         Bounded {
-            manifests: Manifests::new(
-                Arc::clone(&access),
+            mcp: McpTools::new(
+                Arc::clone(&decisions),
+                Arc::clone(&manifests),
+                UPSTREAM.with(Arc::clone),
+                MCP_PAGE,
                 TINY_BUDGET,
-                None,
-                admin_paths,
-                16,
-                METRICS.with(Arc::clone),
             ),
-            decisions: Decisions::new(access, TINY_BUDGET),
+            manifests,
+            decisions,
         }
     }
 
@@ -394,6 +411,7 @@ impl Bounded {
         self.manifests.rendered_stats().evictions
             + self.manifests.access().stats().evictions
             + self.decisions.evaluation_stats().evictions
+            + self.mcp.page_stats().evictions
     }
 }
 
@@ -460,10 +478,12 @@ fn check_case(
             let listed: Vec<&str> = snapshot.listed_ids(&evaluation, None).collect();
             let ids: Vec<&str> = manifest.tool_ids().collect();
             prop_assert_eq!(listed, ids);
+            check_mcp_pages(&snapshot, &bounded.mcp, claims, options)?;
             for stats in [
                 bounded.manifests.rendered_stats(),
                 bounded.manifests.access().stats(),
                 bounded.decisions.evaluation_stats(),
+                bounded.mcp.page_stats(),
             ] {
                 prop_assert!(stats.bytes <= TINY_BUDGET, "{:?}", stats);
             }
@@ -487,6 +507,57 @@ fn check_case(
         }
     }
     tally.evictions += bounded.evictions();
+    Ok(())
+}
+
+/// The cursor this server gives out for the page after tool `id` (its wire format, which a
+/// client could forge for any id).
+fn cursor_after(id: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("after:{id}"))
+}
+
+/// Every MCP page of the manifest, walked by the cursors the server gives, twice (the second
+/// walk is served from the page cache where the budget kept it), and the page after each
+/// catalog tool and after an id no tool has (cursors a client may forge), is byte for byte the
+/// page made without any cache from a fresh evaluation.
+fn check_mcp_pages(
+    snapshot: &Snapshot,
+    mcp: &McpTools,
+    claims: &Map<String, Value>,
+    options: &ManifestOptions,
+) -> Result<(), TestCaseError> {
+    let uncached = McpCatalog::of(snapshot);
+    let evaluation = snapshot.evaluate(claims, options);
+    let expected = |after: Option<&str>| uncached.page(snapshot, &evaluation, after, MCP_PAGE);
+    for _walk in 0..2 {
+        let (mut cursor, mut after) = (None::<String>, None::<String>);
+        loop {
+            let served = mcp
+                .list(snapshot, claims, options.clone(), cursor.as_deref())
+                .expect("our own cursor");
+            let want = expected(after.as_deref());
+            prop_assert_eq!(&served.tools[..], &want.tools[..], "after {:?}", after);
+            prop_assert_eq!(served.next_cursor.is_some(), want.next_after.is_some());
+            let Some(next) = want.next_after else { break };
+            let next_cursor = cursor_after(next);
+            prop_assert_eq!(served.next_cursor.as_deref(), Some(next_cursor.as_str()));
+            cursor = Some(next_cursor);
+            after = Some(next.to_owned());
+        }
+    }
+    let ids = snapshot.catalog().tools.iter().map(|tool| tool.id.as_str());
+    for id in ids.chain(["~no such tool"]) {
+        let served = mcp
+            .list(snapshot, claims, options.clone(), Some(&cursor_after(id)))
+            .expect("a well-formed cursor");
+        prop_assert_eq!(
+            &served.tools[..],
+            &expected(Some(id)).tools[..],
+            "after {}",
+            id
+        );
+    }
     Ok(())
 }
 

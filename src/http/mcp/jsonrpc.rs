@@ -2,7 +2,8 @@
 //! in protocol revision 2025-06-18), requests answered with one response object, notifications
 //! and client responses acknowledged with 202.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Invalid JSON.
@@ -76,6 +77,52 @@ pub struct Unreadable(pub RpcError);
 /// Reads one message. An array (a batch), anything but an object, a wrong `jsonrpc`, a `null`
 /// or non-scalar id, or non-object params are refused with the code JSON-RPC gives them.
 pub fn parse(body: &[u8]) -> Result<Incoming, Unreadable> {
+    match well_formed(body) {
+        Some(message) => Ok(message),
+        None => parse_value(body),
+    }
+}
+
+/// The usual message in one pass, without a tree of the whole body: an object with
+/// `"jsonrpc": "2.0"`, a `method` string, a string or number `id` (or none) and object (or
+/// absent, or `null`) `params`, each key once. Anything else is `None`, and [`parse_value`]
+/// reads it and says what is wrong, so both give the same answer for every body.
+fn well_formed(body: &[u8]) -> Option<Incoming> {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        jsonrpc: &'a str,
+        /// Present (even as `null`, which `Option` alone would read as absent).
+        #[serde(borrow, default, deserialize_with = "present")]
+        id: Option<&'a RawValue>,
+        method: String,
+        #[serde(default)]
+        params: Option<Map<String, Value>>,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(deserializer).map(Some)
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(body).ok()?;
+    if envelope.jsonrpc != "2.0" {
+        return None;
+    }
+    let params = envelope.params.unwrap_or_default();
+    let method = envelope.method;
+    let Some(raw) = envelope.id else {
+        return Some(Incoming::Notification { method, params });
+    };
+    let id = match raw.get().as_bytes().first()? {
+        b'"' => Id::Text(serde_json::from_str(raw.get()).ok()?),
+        b'-' | b'0'..=b'9' => Id::Number(serde_json::from_str(raw.get()).ok()?),
+        _ => return None,
+    };
+    Some(Incoming::Request { id, method, params })
+}
+
+/// [`parse`] through a tree of the whole body: every message, and the reason one is refused.
+fn parse_value(body: &[u8]) -> Result<Incoming, Unreadable> {
     let value: Value = serde_json::from_slice(body).map_err(|error| {
         Unreadable(RpcError::new(
             PARSE_ERROR,
@@ -226,6 +273,53 @@ mod tests {
             INVALID_REQUEST
         );
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), INVALID_REQUEST);
+    }
+
+    /// The one-pass reading gives what the tree gives, for bodies of every shape it takes or
+    /// leaves to the tree.
+    #[test]
+    fn the_one_pass_reading_agrees_with_the_tree() {
+        let bodies = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":-7.5e3,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":"a\u00e9","method":"m","params":{"x":[1,{"y":null}]}}"#,
+            r#"{"method":"m","params":{},"jsonrpc":"2.0","extra":{"z":1}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":2,"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            "{",
+            "",
+            "1",
+            "null",
+        ];
+        for body in bodies {
+            let fast = well_formed(body.as_bytes());
+            let tree = parse_value(body.as_bytes());
+            match (&fast, &tree) {
+                (Some(fast), Ok(tree)) => {
+                    assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{body}");
+                }
+                (None, _) => {}
+                (Some(fast), Err(error)) => panic!("{body}: read as {fast:?}, refused {error:?}"),
+            }
+            assert_eq!(
+                format!("{:?}", parse(body.as_bytes())),
+                format!("{tree:?}"),
+                "{body}"
+            );
+        }
+        assert!(
+            well_formed(bodies[0].as_bytes()).is_some(),
+            "the usual case is one pass"
+        );
     }
 
     #[test]

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::jsonrpc::{self, Id, RpcError};
@@ -15,9 +16,10 @@ use super::stateless;
 use super::version::Version;
 use super::{Context, json_response, options, params};
 use crate::http::AppState;
+use crate::http::chunks::Chunks;
 use crate::http::errors::ApiError;
 use crate::service::limits::RouteClass;
-use crate::service::mcp::{BadCursor, Refused};
+use crate::service::mcp::{BadCursor, Refused, ToolsPage};
 use crate::service::{Caller, ReadRequest};
 use crate::stream::{StreamClass, Watch};
 
@@ -88,11 +90,8 @@ const INSTRUCTIONS: &str = "The tools listed are exactly those this caller's tok
 enum Reply {
     /// A result object (2026-07-28 results get `resultType`).
     Result(Value),
-    /// A result whose `tools` array is already JSON.
-    Tools {
-        tools: Vec<u8>,
-        rest: Map<String, Value>,
-    },
+    /// A `tools/list` result, whose `tools` array is already JSON.
+    Tools(ToolsResult),
     Error(RpcError),
     /// A whole HTTP response (a stream, or a refusal at the HTTP level).
     Http(Response),
@@ -156,12 +155,7 @@ pub(super) async fn answer(
                 created_session.as_deref(),
             )
         }
-        Reply::Tools { tools, mut rest } => {
-            if stateless {
-                rest.insert("resultType".into(), json!("complete"));
-            }
-            json_response(tools_response(&id, &tools, &rest), None)
-        }
+        Reply::Tools(result) => tools_response(&id, result, stateless),
     }
 }
 
@@ -184,21 +178,48 @@ pub(super) fn error_response(id: &Id, error: RpcError, stateless: bool) -> Respo
     response
 }
 
-/// `{"jsonrpc":"2.0","id":…,"result":{"tools":<tools>,…rest}}` without parsing `tools` again.
-fn tools_response(id: &Id, tools: &[u8], rest: &Map<String, Value>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(tools.len() + 128);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    serde_json::to_writer(&mut out, id).expect("an id always serialises");
-    out.extend_from_slice(b",\"result\":{\"tools\":");
-    out.extend_from_slice(tools);
-    for (key, value) in rest {
-        out.push(b',');
-        serde_json::to_writer(&mut out, key).expect("a key always serialises");
-        out.push(b':');
-        serde_json::to_writer(&mut out, value).expect("a value always serialises");
+/// A `tools/list` result besides the JSON-RPC envelope.
+struct ToolsResult {
+    page: ToolsPage,
+    /// How long a 2026-07-28 client may keep the list (`ttlMs`); `None` for a session.
+    ttl_ms: Option<u64>,
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":{"tools":<tools>,"nextCursor":…,"ttlMs":…,
+/// "cacheScope":"private","_meta":{"toolgate/revision":…},"resultType":"complete"}}`: the page's
+/// `tools` sent as they are (shared with the page cache, neither parsed nor copied) between a
+/// head and a tail written here.
+fn tools_response(id: &Id, result: ToolsResult, stateless: bool) -> Response {
+    let ToolsResult { page, ttl_ms } = result;
+    let mut head = Vec::with_capacity(64);
+    head.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    serde_json::to_writer(&mut head, id).expect("an id always serialises");
+    head.extend_from_slice(b",\"result\":{\"tools\":");
+    let mut tail = Vec::with_capacity(160);
+    if let Some(next) = &page.next_cursor {
+        tail.extend_from_slice(b",\"nextCursor\":");
+        serde_json::to_writer(&mut tail, next).expect("a string always serialises");
     }
-    out.extend_from_slice(b"}}");
-    out
+    if let Some(ttl) = ttl_ms {
+        tail.extend_from_slice(format!(",\"ttlMs\":{ttl},\"cacheScope\":\"private\"").as_bytes());
+    }
+    tail.extend_from_slice(
+        format!(",\"_meta\":{{\"toolgate/revision\":{}}}", page.revision).as_bytes(),
+    );
+    if stateless {
+        tail.extend_from_slice(b",\"resultType\":\"complete\"");
+    }
+    tail.extend_from_slice(b"}}");
+    let body = Chunks::new([Bytes::from(head), page.tools, Bytes::from(tail)]);
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Body::new(body),
+    )
+        .into_response()
 }
 
 /// `initialize`: the revision asked for when this server speaks it with sessions, else the
@@ -275,20 +296,11 @@ fn tools_list(
             )));
         }
     };
-    let mut rest = Map::new();
-    if let Some(next) = page.next_cursor {
-        rest.insert("nextCursor".into(), Value::String(next));
-    }
-    if context.version.is_stateless() {
-        let ttl = u64::try_from(state.mcp.settings.list_ttl.as_millis()).unwrap_or(u64::MAX);
-        rest.insert("ttlMs".into(), json!(ttl));
-        rest.insert("cacheScope".into(), json!("private"));
-    }
-    rest.insert("_meta".into(), json!({"toolgate/revision": page.revision}));
-    Reply::Tools {
-        tools: page.tools,
-        rest,
-    }
+    let ttl_ms = context
+        .version
+        .is_stateless()
+        .then(|| u64::try_from(state.mcp.settings.list_ttl.as_millis()).unwrap_or(u64::MAX));
+    Reply::Tools(ToolsResult { page, ttl_ms })
 }
 
 /// `tools/call`: decided, checked, forwarded ([`crate::service::McpTools::call`]); refusals are

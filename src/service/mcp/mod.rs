@@ -3,10 +3,15 @@
 //! ([`Decisions::listing`]), so that the MCP list, the REST manifest and every decision agree
 //! at each revision.
 //!
-//! A page is the concatenation of the snapshot's pre-serialised MCP tool objects
-//! ([`Snapshot::mcp_page`]) over the tools the evaluation lists: no per-request serialisation of
-//! tools. The cursor is opaque to clients: it names the last tool of the previous page (by id),
-//! so it survives catalog changes between pages the way a keyset cursor does.
+//! A page is the concatenation of the revision's pre-serialised MCP tool objects
+//! ([`McpCatalog::page`]) over the tools the evaluation lists: no per-request serialisation of
+//! tools. Pages are kept per (access decision, options, cursor) within a revision, bounded in
+//! bytes like rendered manifests, so a repeated `tools/list` costs what a repeated
+//! `GET /agents/tools` does: a claims key, two lookups and a clone of shared bytes. What a page
+//! holds does not depend on the protocol revision (only the fields around it do), so the 2025
+//! and 2026 revisions share pages. The cursor is opaque to clients: it names the last tool of
+//! the previous page (by id), so it survives catalog changes between pages the way a keyset
+//! cursor does.
 
 mod settings;
 
@@ -16,10 +21,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
 use chrono::Utc;
 
 use super::decisions::Decisions;
 use super::manifests::Manifests;
+use crate::cache::{CacheStats, RevisionCache};
+use crate::domain::access::Decided;
 use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::mcp::{McpCatalog, Named};
@@ -37,12 +45,26 @@ pub struct BadCursor;
 /// One page of `tools/list`.
 #[derive(Debug)]
 pub struct ToolsPage {
-    /// A JSON array of MCP `Tool` objects.
-    pub tools: Vec<u8>,
+    /// A JSON array of MCP `Tool` objects (shared with the page cache: not copied).
+    pub tools: Bytes,
     /// Where the next page starts, when there is one.
-    pub next_cursor: Option<String>,
+    pub next_cursor: Option<Box<str>>,
     /// The revision the page was read at.
     pub revision: u64,
+}
+
+/// What identifies a page within a revision: whose decision, which options, after which tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PageKey {
+    decided: Decided,
+    after: Option<Box<str>>,
+}
+
+/// A page as it is kept.
+#[derive(Debug)]
+struct Page {
+    tools: Bytes,
+    next_cursor: Option<Box<str>>,
 }
 
 /// Why a `tools/call` was not forwarded.
@@ -58,19 +80,23 @@ pub enum Refused {
 pub struct McpTools {
     decisions: Arc<Decisions>,
     manifests: Arc<Manifests>,
-    upstream: Upstream,
+    upstream: Arc<Upstream>,
     page_size: usize,
     /// The names and objects of the latest revision served.
     catalog: Mutex<Option<Arc<McpCatalog>>>,
+    /// Pages served at the latest revision.
+    pages: RevisionCache<PageKey, Arc<Page>>,
 }
 
 impl McpTools {
-    /// Pages hold at most `page_size` tools (at least 1); calls go through `upstream`.
+    /// Pages hold at most `page_size` tools (at least 1) and those kept at most `page_bytes`
+    /// bytes together; calls go through `upstream`.
     pub fn new(
         decisions: Arc<Decisions>,
         manifests: Arc<Manifests>,
-        upstream: Upstream,
+        upstream: Arc<Upstream>,
         page_size: usize,
+        page_bytes: usize,
     ) -> McpTools {
         McpTools {
             decisions,
@@ -78,7 +104,20 @@ impl McpTools {
             upstream,
             page_size: page_size.max(1),
             catalog: Mutex::new(None),
+            pages: RevisionCache::new(page_bytes, |key, page| {
+                size_of::<PageKey>()
+                    + key.decided.heap_bytes()
+                    + key.after.as_ref().map_or(0, |after| after.len())
+                    + size_of::<Page>()
+                    + page.tools.len()
+                    + page.next_cursor.as_ref().map_or(0, |next| next.len())
+            }),
         }
+    }
+
+    /// Counters of the pages kept (for metrics and tests).
+    pub fn page_stats(&self) -> CacheStats {
+        self.pages.stats()
     }
 
     /// The MCP names and objects of `snapshot`, built once per revision (names for 10,000
@@ -118,16 +157,48 @@ impl McpTools {
         self.manifests
             .seen()
             .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
-        let evaluation =
-            self.decisions
-                .listing_keyed(snapshot, &key.fingerprint, claims, key.options);
-        let catalog = self.catalog(snapshot);
-        let page = catalog.page(snapshot, &evaluation, after.as_deref(), self.page_size);
+        let matched = self
+            .manifests
+            .access()
+            .matched(snapshot, &key.fingerprint, claims);
+        let key = PageKey {
+            decided: Decided {
+                matched,
+                options: key.options,
+            },
+            after: after.map(String::into_boxed_str),
+        };
+        let revision = snapshot.revision();
+        let page = match self.pages.get(&key, revision) {
+            Some(page) => page,
+            None => {
+                let page = Arc::new(self.page(snapshot, &key, claims));
+                // A decision of another revision (never, as both come from `snapshot`) keys
+                // nothing.
+                if key.decided.matched.revision() == revision {
+                    self.pages.insert_at(key, revision, Arc::clone(&page));
+                }
+                page
+            }
+        };
         Ok(ToolsPage {
-            next_cursor: page.next_after.map(encode_cursor),
-            tools: page.tools,
-            revision: snapshot.revision(),
+            tools: page.tools.clone(),
+            next_cursor: page.next_cursor.clone(),
+            revision,
         })
+    }
+
+    /// The page `key` names, made now.
+    fn page(&self, snapshot: &Snapshot, key: &PageKey, claims: &Claims) -> Page {
+        let evaluation = self.decisions.listing_of(snapshot, &key.decided, claims);
+        let catalog = self.catalog(snapshot);
+        let page = catalog.page(snapshot, &evaluation, key.after.as_deref(), self.page_size);
+        Page {
+            next_cursor: page
+                .next_after
+                .map(|after| encode_cursor(after).into_boxed_str()),
+            tools: Bytes::from(page.tools),
+        }
     }
 
     /// The tool named `name` if the caller may call it now: it is in the caller's manifest
