@@ -11,6 +11,10 @@
 #   - GET <upstream>/healthz             called directly
 #   - POST /mcp tools/call               the same call as an `openapi` tool (self.healthz),
 #                                        decided, checked and forwarded by the gateway
+# The two calls are also made over one connection, one at a time (`_c1`): with 16 connections
+# their p50 is mostly queueing behind the other 15 on a machine that the load generator, the
+# gateway and the upstream share, so the added latency of the hop itself is the 1-connection
+# difference.
 # Prints requests/s and p50/p99 of each, and their ratios to GET /agents/tools and to the direct
 # call (ratios, because absolute figures on a shared machine mean little).
 #
@@ -137,8 +141,8 @@ TOOLS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["count"]
 REST_BYTES=$(wc -c < "$WORK/manifest.json")
 MCP_BYTES=$(wc -c < "$WORK/mcp.json")
 
-run() { # $1 = label, $2 = URL, $3 = wrk script or empty
-  local args=(-t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
+run() { # $1 = label, $2 = URL, $3 = wrk script or empty, $4 = connections (default CONNECTIONS)
+  local args=(-t"$THREADS" -c"${4:-$CONNECTIONS}" -d"${SECONDS_PER_ROUND}s" --latency -H "$AUTH")
   [ -n "$3" ] && args+=(-s "$3")
   wrk "${args[@]}" "$2" > "$WORK/$1.txt"
   wrk_row "$1" "$WORK/$1.txt"
@@ -161,6 +165,8 @@ for round in $(seq "$ROUNDS"); do
   RESULTS+=("$(run "mcp_session_$round" "$BASE/mcp" "$WORK/session.lua")")
   RESULTS+=("$(run "direct_call_$round" "$UPSTREAM/healthz" "")")
   RESULTS+=("$(run "mcp_call_$round" "$BASE/mcp" "$WORK/call.lua")")
+  RESULTS+=("$(run "direct_c1_$round" "$UPSTREAM/healthz" "" 1)")
+  RESULTS+=("$(run "call_c1_$round" "$BASE/mcp" "$WORK/call.lua" 1)")
 done
 printf '%s\n' "${RESULTS[@]}" > "$WORK/results.txt"
 python3 - "$WORK/results.txt" <<'PY'
@@ -188,4 +194,6 @@ direct, direct_p99 = of("direct_call")
 call, call_p99 = of("mcp_call")
 print(f"tools/call ÷ direct call: req/s {call / direct:.2f}, p99 {call_p99 / direct_p99:.2f}; "
       f"added p50 {p50('mcp_call') - p50('direct_call'):.3f} ms")
+print(f"tools/call over one connection: added p50 {p50('call_c1') - p50('direct_c1'):.3f} ms "
+      f"({p50('call_c1'):.3f} vs {p50('direct_c1'):.3f} ms direct)")
 PY

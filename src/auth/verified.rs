@@ -28,7 +28,9 @@ use super::claims::Validity;
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerifiedToken {
     /// The full JWT payload: every claim, nested objects included, for the access policies.
-    pub claims: Map<String, Value>,
+    /// Shared: every stream opened with the token holds these claims (to decide its manifest
+    /// again after a catalog change) without a copy of its own.
+    pub claims: Arc<Map<String, Value>>,
     /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
     pub expires_at: Option<i64>,
 }
@@ -127,7 +129,7 @@ mod tests {
         };
         let validity = rules.check(&claims, 0).expect("valid");
         let token = VerifiedToken {
-            claims,
+            claims: claims.into(),
             expires_at: None,
         };
         (Arc::new(token), validity)

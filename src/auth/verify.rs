@@ -129,7 +129,7 @@ impl Verifier {
         let claims = parts.claims()?;
         let validity = self.inner.rules.check(&claims, now)?;
         let verified = Arc::new(VerifiedToken {
-            claims,
+            claims: Arc::new(claims),
             expires_at: validity.expires_at,
         });
         self.inner

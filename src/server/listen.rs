@@ -80,7 +80,9 @@ pub(super) async fn serve(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let protocols = Protocols::new(limits);
+    // Shared: a connection's task holds one pointer to the settings, not a copy of both
+    // builders for as long as it lives (an idle stream's connection lives for hours).
+    let protocols = Arc::new(Protocols::new(limits));
     // One permit per open connection: the cap, and (all permits back) the end of the shutdown.
     // Bounded so that the shutdown can take every permit back in one call.
     let max_connections = limits
@@ -111,7 +113,7 @@ pub(super) async fn serve(
         };
         // Events and small responses go out at once rather than waiting for more bytes.
         let _ = stream.set_nodelay(true);
-        let protocols = protocols.clone();
+        let protocols = Arc::clone(&protocols);
         let (app, stop) = (app.clone(), stop.clone());
         tokio::spawn(async move {
             let _slot = slot;
@@ -127,7 +129,6 @@ pub(super) async fn serve(
 }
 
 /// The HTTP/1 and HTTP/2 connection settings, shared by every connection.
-#[derive(Clone)]
 struct Protocols {
     http1: http1::Builder,
     http2: http2::Builder<TokioExecutor>,
@@ -149,7 +150,7 @@ impl Protocols {
 
     /// Serves one accepted connection in the protocol its first bytes speak, until it ends.
     async fn serve(
-        self,
+        self: Arc<Self>,
         stream: TcpStream,
         app: Router,
         limits: ConnectionLimits,

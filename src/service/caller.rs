@@ -32,6 +32,11 @@ impl Caller {
         &self.token.claims
     }
 
+    /// Every claim of the token, shared (what a stream keeps for as long as it is open).
+    pub fn shared_claims(&self) -> Arc<Claims> {
+        Arc::clone(&self.token.claims)
+    }
+
     /// The `sub` claim (`""` when absent or not a string): the rate-limit and stream-cap key.
     pub fn sub(&self) -> &str {
         self.claims()
@@ -82,7 +87,7 @@ mod tests {
         let claims = claims.as_object().cloned().expect("an object");
         Caller::new(
             Arc::new(VerifiedToken {
-                claims,
+                claims: claims.into(),
                 expires_at: None,
             }),
             false,

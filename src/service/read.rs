@@ -145,7 +145,7 @@ mod tests {
         let claims = json!({"sub": sub, "team": "x"});
         Caller::new(
             Arc::new(VerifiedToken {
-                claims: claims.as_object().cloned().expect("object"),
+                claims: claims.as_object().cloned().expect("object").into(),
                 expires_at: None,
             }),
             is_admin,

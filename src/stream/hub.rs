@@ -243,11 +243,10 @@ impl StreamHub {
         self: &Arc<Self>,
         class: StreamClass,
         subject: &str,
-        claims: &Claims,
+        claims: Arc<Claims>,
         options: ManifestOptions,
     ) -> Result<(Subscription, Arc<Snapshot>, CacheKey), SubscribeError> {
         let catalog = &self.catalog;
-        let claims = Arc::new(claims.clone());
         let mut new_group: Option<(u64, Arc<ManifestSummary>)> = None;
         loop {
             let snapshot = catalog.snapshot();

@@ -56,7 +56,12 @@ pub async fn open(
         return Err(OpenError::Explain);
     }
     let (subscription, snapshot, key) = hub
-        .subscribe(class, caller.sub(), caller.claims(), read.options.clone())
+        .subscribe(
+            class,
+            caller.sub(),
+            caller.shared_claims(),
+            read.options.clone(),
+        )
         .map_err(OpenError::Subscribe)?;
     let manifests = hub.manifests();
     let rendered = manifests.resolve(&snapshot, caller.claims(), key).await;

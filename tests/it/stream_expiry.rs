@@ -26,7 +26,7 @@ async fn app_and_caller() -> (App, Caller, i64, tempfile::TempDir) {
     let exp = support::unix_now() + HOUR;
     let claims = json!({"sub": "hourly", "exp": exp});
     let token = VerifiedToken {
-        claims: claims.as_object().cloned().expect("object"),
+        claims: claims.as_object().cloned().expect("object").into(),
         expires_at: Some(exp),
     };
     (app, Caller::new(Arc::new(token), false), exp, dir)
