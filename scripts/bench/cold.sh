@@ -26,11 +26,7 @@ WRITES=${1:-30}
 shift $(( $# < 1 ? $# : 1 ))
 cargo build --release --locked --quiet --bin toolgate --example catalog_json
 TARGET=${CARGO_TARGET_DIR:-target}
-BINARIES=("$@")
-[ ${#BINARIES[@]} -eq 0 ] && BINARIES=("$TARGET/release/toolgate")
-WORK=$(mktemp -d)
-PID=""
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+bench_setup "$@"
 
 "$TARGET/release/examples/catalog_json" large > "$WORK/catalog.json"
 "$TARGET/release/examples/catalog_json" large --agent-claims "${AGENT_POLICIES:-1000}" > "$WORK/claims.json"

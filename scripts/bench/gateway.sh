@@ -17,6 +17,16 @@ start_gateway() {
   fi
 }
 
+# bench_setup [binary…] sets BINARIES (the binaries given, else $TARGET/release/toolgate) and
+# WORK (a temporary directory, removed on exit with the gateway PID names, if any).
+bench_setup() {
+  BINARIES=("$@")
+  [ ${#BINARIES[@]} -eq 0 ] && BINARIES=("$TARGET/release/toolgate")
+  WORK=$(mktemp -d)
+  PID=""
+  trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+}
+
 # ensure_wrk installs wrk (the Debian package) when it is missing.
 ensure_wrk() {
   command -v wrk >/dev/null 2>&1 && return

@@ -16,11 +16,7 @@ TOOLS=${1:-500}
 shift $(( $# < 1 ? $# : 1 ))
 cargo build --release --locked --quiet --bin toolgate
 TARGET=${CARGO_TARGET_DIR:-target}
-BINARIES=("$@")
-[ ${#BINARIES[@]} -eq 0 ] && BINARIES=("$TARGET/release/toolgate")
-WORK=$(mktemp -d)
-PID=""
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+bench_setup "$@"
 
 # TOOLS tools over TOOLS/50 sources; the agent's policy grants the first source.
 python3 - "$WORK/catalog.json" "$TOOLS" <<'PY'

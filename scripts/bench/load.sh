@@ -6,6 +6,7 @@
 #
 #   scripts/bench/load.sh [seconds-per-round] [connections]
 #   WITH_REDIS=1 scripts/bench/load.sh …   # also: Redis up vs killed, same run
+#   GATEWAY_BIN=<path> scripts/bench/load.sh …  # another build (with bench-routes), e.g. an older one
 #
 # With WITH_REDIS=1 the gateway runs with TOOLGATE_REDIS_URL (a redis-server on a free port)
 # and each round adds GET /agents/tools with that Redis killed (started again after), to show
@@ -25,7 +26,8 @@ ensure_wrk
 ulimit -n 65536 2>/dev/null || true
 
 cargo build --release --locked --features bench-routes --quiet
-BIN=target/release/toolgate
+# GATEWAY_BIN=<path>: another build (with the bench-routes feature) instead of this tree's.
+BIN=${GATEWAY_BIN:-target/release/toolgate}
 WORK=$(mktemp -d)
 REDIS_PID=""
 trap 'kill "$PID" $REDIS_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
