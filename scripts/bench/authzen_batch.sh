@@ -32,15 +32,17 @@ ensure_wrk
 ulimit -n 65536 2>/dev/null || true
 
 if [ -z "$BIN" ]; then
-  cargo build --release --locked --quiet
+  build_gateway
   BIN=${CARGO_TARGET_DIR:-target}/release/toolgate
 fi
 WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-cargo run --release --locked --quiet --example catalog_json large > "$WORK/catalog.json"
-cargo run --release --locked --quiet --example catalog_json large --agent-claims 20 > "$WORK/claims.json"
+bench_tool catalog_json
+CATALOG_JSON=$TOOL
+"$CATALOG_JSON" large > "$WORK/catalog.json"
+"$CATALOG_JSON" large --agent-claims 20 > "$WORK/claims.json"
 
 export TOOLGATE_JWT_SECRET=decision-benchmark-secret-of-32-b!
 export TOOLGATE_LOG_LEVEL=warn

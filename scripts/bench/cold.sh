@@ -24,12 +24,13 @@ cd "$(dirname "$0")/../.."
 
 WRITES=${1:-30}
 shift $(( $# < 1 ? $# : 1 ))
-cargo build --release --locked --quiet --bin toolgate --example catalog_json
+build_gateway
+bench_tool catalog_json
 TARGET=${CARGO_TARGET_DIR:-target}
 bench_setup "$@"
 
-"$TARGET/release/examples/catalog_json" large > "$WORK/catalog.json"
-"$TARGET/release/examples/catalog_json" large --agent-claims "${AGENT_POLICIES:-1000}" > "$WORK/claims.json"
+"$TOOL" large > "$WORK/catalog.json"
+"$TOOL" large --agent-claims "${AGENT_POLICIES:-1000}" > "$WORK/claims.json"
 
 export TOOLGATE_JWT_SECRET=cold-benchmark-secret-of-32-bytes!!!
 export TOOLGATE_LOG_LEVEL=warn

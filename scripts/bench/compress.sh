@@ -19,7 +19,7 @@ CONNECTIONS=${2:-4}
 ROUNDS=${3:-2}
 shift $(( $# < 3 ? $# : 3 ))
 ensure_wrk
-cargo build --release --locked --quiet --bin toolgate
+build_gateway
 BINARIES=("$@")
 [ ${#BINARIES[@]} -eq 0 ] && BINARIES=("${CARGO_TARGET_DIR:-target}/release/toolgate")
 WORK=$(mktemp -d)

@@ -17,6 +17,21 @@ start_gateway() {
   fi
 }
 
+# build_gateway [cargo option…] builds the release gateway binary. Every script builds this same
+# set (no examples: they pull in dev-dependencies, whose features would change the library's
+# and rebuild the whole-program-optimised binary for minutes at every switch of script).
+build_gateway() {
+  cargo build --release --locked --quiet --bin toolgate "$@"
+}
+
+# bench_tool NAME builds the example NAME (a catalog generator, a load client) in the
+# `bench-tools` profile, the release profile without LTO in a directory of its own (they are
+# not what is measured), and sets TOOL to its path.
+bench_tool() {
+  cargo build --profile bench-tools --locked --quiet --example "$1"
+  TOOL=${CARGO_TARGET_DIR:-target}/bench-tools/examples/$1
+}
+
 # bench_setup [binary…] sets BINARIES (the binaries given, else $TARGET/release/toolgate) and
 # WORK (a temporary directory, removed on exit with the gateway PID names, if any).
 bench_setup() {

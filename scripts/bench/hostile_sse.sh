@@ -22,7 +22,7 @@ CALLS=${1:-5}
 shift || true
 BINARIES=("$@")
 if [ ${#BINARIES[@]} -eq 0 ]; then
-  cargo build --release --locked --quiet
+  build_gateway
   BINARIES=("${CARGO_TARGET_DIR:-target}/release/toolgate")
 fi
 WORK=$(mktemp -d)

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 
 TOOLS=${1:-500}
 shift $(( $# < 1 ? $# : 1 ))
-cargo build --release --locked --quiet --bin toolgate
+build_gateway
 TARGET=${CARGO_TARGET_DIR:-target}
 bench_setup "$@"
 

@@ -31,14 +31,16 @@ CHANGE=${CHANGE:-all}
 shift || true
 BINARIES=("$@")
 if [ ${#BINARIES[@]} -eq 0 ]; then
-  cargo build --release --locked --quiet
+  build_gateway
   BINARIES=("${CARGO_TARGET_DIR:-target}/release/toolgate")
 fi
 WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-cargo run --release --locked --quiet --example catalog_json large > "$WORK/catalog.json"
+bench_tool catalog_json
+CATALOG_JSON=$TOOL
+"$CATALOG_JSON" large > "$WORK/catalog.json"
 python3 - "$WORK" "$CLAIM_SETS" "$CHANGE" <<'PY'
 import json, random, sys
 work, count, change = sys.argv[1], int(sys.argv[2]), sys.argv[3]

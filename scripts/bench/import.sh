@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.."
 DOC=$(realpath "$1")
 shift
 if [ $# = 0 ]; then
-  cargo build --release --locked --quiet
+  build_gateway
   set -- "$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/toolgate"
 fi
 WORK=$(mktemp -d)

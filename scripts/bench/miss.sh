@@ -28,12 +28,13 @@ SECONDS_PER_ROUND=${1:-3}
 ROUNDS=${2:-2}
 shift $(( $# < 2 ? $# : 2 ))
 ensure_wrk
-cargo build --release --locked --quiet --bin toolgate --example catalog_json
+build_gateway
+bench_tool catalog_json
 TARGET=${CARGO_TARGET_DIR:-target}
 bench_setup "$@"
 
-"$TARGET/release/examples/catalog_json" large > "$WORK/catalog.json"
-"$TARGET/release/examples/catalog_json" large --agent-claims 600 > "$WORK/claims.json"
+"$TOOL" large > "$WORK/catalog.json"
+"$TOOL" large --agent-claims 600 > "$WORK/claims.json"
 
 export TOOLGATE_JWT_SECRET=miss-benchmark-secret-of-32-bytes!!!
 export TOOLGATE_LOG_LEVEL=warn

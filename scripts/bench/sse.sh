@@ -31,10 +31,11 @@ if [ "$(ulimit -n)" -lt $((SOCKETS + 1000)) ]; then
        "try sse-h2 (HTTP/2 streams share connections)" >&2; exit 1
 fi
 
-cargo build --release --locked --quiet --bin toolgate --example sse_load
+build_gateway
+bench_tool sse_load
 TARGET=${CARGO_TARGET_DIR:-target}
 BIN=${GATEWAY_BIN:-$TARGET/release/toolgate}
-LOAD=$TARGET/release/examples/sse_load
+LOAD=$TOOL
 WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT

@@ -19,8 +19,10 @@ WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-[ "${2:-}" ] || cargo build --release --locked --quiet
-cargo run --release --locked --quiet --example catalog_json large > "$WORK/catalog.json"
+[ "${2:-}" ] || build_gateway
+bench_tool catalog_json
+CATALOG_JSON=$TOOL
+"$CATALOG_JSON" large > "$WORK/catalog.json"
 
 export TOOLGATE_JWT_SECRET=write-benchmark-secret-of-32-bytes!
 export TOOLGATE_LOG_LEVEL=warn
