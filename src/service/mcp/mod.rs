@@ -42,8 +42,8 @@ const CURSOR_PREFIX: &str = "after:";
 #[error("the cursor is not one this server gave out; list again without one")]
 pub struct BadCursor;
 
-/// One page of `tools/list`.
-#[derive(Debug)]
+/// One page of `tools/list`, as served and as kept.
+#[derive(Debug, Clone)]
 pub struct ToolsPage {
     /// A JSON array of MCP `Tool` objects (shared with the page cache: not copied).
     pub tools: Bytes,
@@ -58,13 +58,6 @@ pub struct ToolsPage {
 struct PageKey {
     decided: Decided,
     after: Option<Box<str>>,
-}
-
-/// A page as it is kept.
-#[derive(Debug)]
-struct Page {
-    tools: Bytes,
-    next_cursor: Option<Box<str>>,
 }
 
 /// Why a `tools/call` was not forwarded.
@@ -85,7 +78,7 @@ pub struct McpTools {
     /// The names and objects of the latest revision served.
     catalog: Mutex<Option<Arc<McpCatalog>>>,
     /// Pages served at the latest revision.
-    pages: RevisionCache<PageKey, Arc<Page>>,
+    pages: RevisionCache<PageKey, Arc<ToolsPage>>,
 }
 
 impl McpTools {
@@ -108,7 +101,7 @@ impl McpTools {
                 size_of::<PageKey>()
                     + key.decided.heap_bytes()
                     + key.after.as_ref().map_or(0, |after| after.len())
-                    + size_of::<Page>()
+                    + size_of::<ToolsPage>()
                     + page.tools.len()
                     + page.next_cursor.as_ref().map_or(0, |next| next.len())
             }),
@@ -181,23 +174,20 @@ impl McpTools {
                 page
             }
         };
-        Ok(ToolsPage {
-            tools: page.tools.clone(),
-            next_cursor: page.next_cursor.clone(),
-            revision,
-        })
+        Ok(ToolsPage::clone(&page))
     }
 
     /// The page `key` names, made now.
-    fn page(&self, snapshot: &Snapshot, key: &PageKey, claims: &Claims) -> Page {
+    fn page(&self, snapshot: &Snapshot, key: &PageKey, claims: &Claims) -> ToolsPage {
         let evaluation = self.decisions.listing_of(snapshot, &key.decided, claims);
         let catalog = self.catalog(snapshot);
         let page = catalog.page(snapshot, &evaluation, key.after.as_deref(), self.page_size);
-        Page {
+        ToolsPage {
             next_cursor: page
                 .next_after
                 .map(|after| encode_cursor(after).into_boxed_str()),
             tools: Bytes::from(page.tools),
+            revision: snapshot.revision(),
         }
     }
 
