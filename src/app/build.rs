@@ -68,6 +68,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         .context("setting up token verification")?;
     verifier.spawn_refresh();
     let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics);
+    catalog.carry_into(Arc::clone(&manifests) as Arc<dyn crate::service::catalog::CarryOver>);
     let hub = hub(settings, &manifests, &catalog);
     let mcp_tools = Arc::new(McpTools::new(
         Arc::clone(&decisions),

@@ -195,6 +195,47 @@ impl<K: Hash + Eq, V: Clone> RevisionCache<K, V> {
         self.len.store(entries.lru.len(), Ordering::Relaxed);
     }
 
+    /// Moves the cache from revision `from` to `to`, keeping what `carry` maps to an entry of
+    /// `to` (in the same order of use) and dropping the rest; the budget still holds. Does
+    /// nothing unless the cache is at `from`. Returns how many entries were carried.
+    pub fn advance(
+        &self,
+        from: u64,
+        to: u64,
+        mut carry: impl FnMut(&K, &V) -> Option<(K, V)>,
+    ) -> usize {
+        let mut entries = self.lock();
+        if entries.revision != from || to <= from {
+            return 0;
+        }
+        let old = std::mem::replace(&mut entries.lru, LruCache::unbounded());
+        entries.revision = to;
+        entries.bytes = 0;
+        // Least recently used first, so that each `put` leaves the order as it was.
+        for (key, (value, _)) in old.iter().rev() {
+            let Some((key, value)) = carry(key, value) else {
+                continue;
+            };
+            let weight = (self.weigh)(&key, &value) + ENTRY_OVERHEAD;
+            entries.bytes += weight;
+            if let Some((_, (_, replaced))) = entries.lru.push(key, (value, weight)) {
+                entries.bytes -= replaced;
+            }
+        }
+        let mut evicted = 0;
+        while entries.bytes > self.budget {
+            let Some((_, (_, bytes))) = entries.lru.pop_lru() else {
+                break;
+            };
+            entries.bytes -= bytes;
+            evicted += 1;
+        }
+        self.evictions.fetch_add(evicted, Ordering::Relaxed);
+        self.bytes.store(entries.bytes, Ordering::Relaxed);
+        self.len.store(entries.lru.len(), Ordering::Relaxed);
+        entries.lru.len()
+    }
+
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }

@@ -2,11 +2,14 @@
 //! first request that accepts it and kept beside the plain bytes, so that a hot request never
 //! compresses (a 14.5 MB manifest takes tens of milliseconds to gzip).
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
+
+use crate::domain::continuity::{Continuity, Reach};
+use crate::domain::manifest::Manifest;
 
 /// A content coding a manifest can be sent in (RFC 9110 section 8.4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,14 +31,17 @@ impl Coding {
         }
     }
 
-    fn compress(self, body: &[u8]) -> Vec<u8> {
-        let out = Vec::with_capacity(body.len() / 8);
+    /// The compressed form of the body `head` then `tail`.
+    fn compress(self, head: &[u8], tail: &[u8]) -> Vec<u8> {
+        let out = Vec::with_capacity((head.len() + tail.len()) / 8);
         match self {
-            Coding::Zstd => zstd::stream::encode_all(body, ZSTD_LEVEL),
+            Coding::Zstd => zstd::stream::encode_all(head.chain(tail), ZSTD_LEVEL),
             Coding::Gzip => {
                 let mut encoder =
                     flate2::write::GzEncoder::new(out, flate2::Compression::default());
-                encoder.write_all(body).and_then(|()| encoder.finish())
+                (encoder.write_all(head))
+                    .and_then(|()| encoder.write_all(tail))
+                    .and_then(|()| encoder.finish())
             }
         }
         .expect("compressing into memory cannot fail")
@@ -56,15 +62,24 @@ pub fn fitted(mut bytes: Vec<u8>) -> Bytes {
 const ZSTD_LEVEL: i32 = 3;
 
 /// A manifest ready to send, and its compressed forms once clients asked for them.
+///
+/// The body is kept in two parts, cut where the revision number starts, so that a manifest
+/// carried to a later revision ([`crate::domain::continuity`]) shares the megabytes before it
+/// and only writes a new, short tail.
 #[derive(Debug)]
 pub struct RenderedManifest {
-    pub body: Bytes,
+    /// The body up to its revision number (or the whole body, when it cannot be carried).
+    head: Bytes,
+    /// The rest of the body.
+    tail: Bytes,
     /// The strong entity tag, quotes included.
     pub etag: String,
     pub revision: u64,
     pub tool_count: usize,
     /// No policy granted the claims any group (counted as `agent_access_denied`).
     pub denied: bool,
+    /// What it needs to be carried to a later revision; `None`: it never is.
+    carry: Option<Carry>,
     /// One per [`Coding`] (in [`Coding::ALL`] order), made by the first request that accepts
     /// it. `None` inside: it did not fit the room left (the plain body serves instead).
     forms: [OnceLock<Option<Bytes>>; 2],
@@ -72,31 +87,126 @@ pub struct RenderedManifest {
     room: AtomicUsize,
 }
 
+/// What carrying a rendered manifest to a later revision needs.
+#[derive(Debug)]
+struct Carry {
+    /// What the decision behind it grants.
+    reach: Reach,
+    /// How many bytes the revision number takes at the start of `tail`.
+    digits: usize,
+}
+
 /// The room a rendered manifest reserves for its compressed forms together, as a share of its
 /// body (manifests are JSON with much repetition: gzip leaves 10–20 %, zstd less).
 pub(super) const COMPRESSED_SHARE: usize = 3;
 
 impl RenderedManifest {
+    /// A manifest whose body is `body`, never carried to another revision.
     pub fn new(body: Bytes, etag: String, revision: u64, tool_count: usize, denied: bool) -> Self {
-        let room = body.len() / COMPRESSED_SHARE;
-        RenderedManifest {
+        RenderedManifest::of_parts(
             body,
+            Bytes::new(),
+            etag,
+            (revision, tool_count, denied),
+            None,
+        )
+    }
+
+    /// The rendering of `manifest`: the body, cut at its revision number, and what carrying it
+    /// to a later revision needs.
+    pub fn of(manifest: &Manifest<'_>) -> Self {
+        let (body, revision_at) = manifest.to_json_marking();
+        let body = fitted(body);
+        let carry = Carry {
+            reach: manifest.reach().clone(),
+            digits: revision_at.len(),
+        };
+        RenderedManifest::of_parts(
+            body.slice(..revision_at.start),
+            body.slice(revision_at.start..),
+            manifest.etag().to_owned(),
+            (manifest.revision(), manifest.len(), manifest.is_denied()),
+            Some(carry),
+        )
+    }
+
+    fn of_parts(
+        head: Bytes,
+        tail: Bytes,
+        etag: String,
+        (revision, tool_count, denied): (u64, usize, bool),
+        carry: Option<Carry>,
+    ) -> Self {
+        let room = (head.len() + tail.len()) / COMPRESSED_SHARE;
+        RenderedManifest {
+            head,
+            tail,
             etag,
             revision,
             tool_count,
             denied,
+            carry,
             forms: [OnceLock::new(), OnceLock::new()],
             room: AtomicUsize::new(room),
         }
     }
 
+    /// This manifest at the later revision `continuity` leads to, if the change between the
+    /// two leaves it unchanged: the same body but for the revision number, sharing the bytes
+    /// before it. Compressed forms are not carried (they hold the revision too).
+    pub fn carried(&self, continuity: &Continuity) -> Option<RenderedManifest> {
+        let carry = self.carry.as_ref()?;
+        if self.revision != continuity.from() || !continuity.keeps(&carry.reach) {
+            return None;
+        }
+        let digits = continuity.to().to_string();
+        let rest = self.tail.get(carry.digits..)?;
+        let mut tail = Vec::with_capacity(digits.len() + rest.len());
+        tail.extend_from_slice(digits.as_bytes());
+        tail.extend_from_slice(rest);
+        Some(RenderedManifest::of_parts(
+            self.head.clone(),
+            Bytes::from(tail),
+            self.etag.clone(),
+            (continuity.to(), self.tool_count, self.denied),
+            Some(Carry {
+                reach: carry.reach.clone(),
+                digits: digits.len(),
+            }),
+        ))
+    }
+
+    /// The body's length in bytes.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The body, in order, as shared parts (send them one after the other).
+    pub fn parts(&self) -> [Bytes; 2] {
+        [self.head.clone(), self.tail.clone()]
+    }
+
+    /// The body in one buffer (a copy; for what cannot take parts).
+    pub fn to_vec(&self) -> Vec<u8> {
+        [&self.head[..], &self.tail[..]].concat()
+    }
+
     /// Bytes it holds or may come to hold (for caches bounded in bytes): the compressed forms
     /// are counted in advance, as their reserved room.
     pub fn weight(&self) -> usize {
+        // The head may be shared with the same manifest at other revisions; each counts it.
         size_of::<RenderedManifest>()
-            + self.body.len()
-            + self.body.len() / COMPRESSED_SHARE
+            + self.len()
+            + self.len() / COMPRESSED_SHARE
             + self.etag.capacity()
+            + self
+                .carry
+                .as_ref()
+                .map_or(0, |carry| carry.reach.heap_bytes())
     }
 
     /// The `coding` form if it was made already (`Some(None)`: it was tried and did not fit).
@@ -109,7 +219,7 @@ impl RenderedManifest {
     pub fn compressed(&self, coding: Coding) -> Option<Bytes> {
         self.form(coding)
             .get_or_init(|| {
-                let compressed = coding.compress(&self.body);
+                let compressed = coding.compress(&self.head, &self.tail);
                 self.take_room(compressed.len()).then(|| fitted(compressed))
             })
             .clone()

@@ -64,6 +64,12 @@ impl Matched {
 }
 
 impl Matched {
+    /// The same policies as a decision of `revision`: only valid when the policies of both
+    /// revisions are the same (what a continuity between them establishes).
+    pub(super) fn at_revision(&self, revision: u64) -> Matched {
+        Matched::new(revision, Arc::clone(&self.policies))
+    }
+
     /// The revision the claims were evaluated at.
     pub fn revision(&self) -> u64 {
         self.revision

@@ -6,6 +6,7 @@
 //! (an absent claim satisfies only `not_exists`).
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -421,6 +422,29 @@ impl CompiledMatcher {
             }
             _ => unreachable!("compile pairs every operator with its operand kind"),
         }
+    }
+}
+
+impl CompiledMatcher {
+    /// [`CompiledMatcher::matches`] for an array claim whose elements are all strings, given as
+    /// the set of those strings: the equality operators answer with lookups instead of a scan
+    /// of the array (a token with hundreds of roles against hundreds of `contains` matchers).
+    /// `None` for the operators that need the elements themselves.
+    pub(super) fn matches_strings(&self, strings: &HashSet<&str>) -> Option<bool> {
+        // A string claim equals an expected value exactly when it is its text.
+        let has = |expected: &Expected| {
+            expected
+                .text
+                .as_deref()
+                .is_some_and(|text| strings.contains(text))
+        };
+        Some(match (self.operator, &self.operand) {
+            (Operator::Equals | Operator::Contains, Operand::One(expected)) => has(expected),
+            (Operator::NotEquals | Operator::NotContains, Operand::One(expected)) => !has(expected),
+            (Operator::In, Operand::AnyOf(items)) => items.iter().any(has),
+            (Operator::NotIn, Operand::AnyOf(items)) => !items.iter().any(has),
+            _ => return None,
+        })
     }
 }
 

@@ -7,12 +7,15 @@
 //! member bitsets, so the work is proportional to the number of matching policies and their
 //! groups, not to the number of tools times policies.
 
+use std::collections::HashSet;
+
 use fixedbitset::FixedBitSet;
 use serde_json::Value;
 
 use super::claims::Claims;
 use super::manifest::{Entry, Manifest, ManifestOptions};
 use super::pattern::{Case, Pattern, has_glob_syntax};
+use super::reach::Reach;
 use super::snapshot::Snapshot;
 
 /// The outcome of policy evaluation, before visibility and narrowing.
@@ -26,10 +29,17 @@ pub(super) struct Decision {
     pub granted_groups: Vec<u32>,
 }
 
+/// Array claims at least this long are looked up in a set of their strings rather than
+/// scanned, once a matcher compares one with a value.
+const STRING_SET_FROM: usize = 16;
+
 /// Per-request memo: each distinct path is resolved, each distinct matcher evaluated, once.
 pub(super) struct ClaimEvaluation<'c> {
     claims: &'c Claims,
     paths: Vec<Option<Option<&'c Value>>>,
+    /// Per path: the strings of a long array claim whose elements are all strings, made on
+    /// first use (`Some(None)`: not such a claim).
+    strings: Vec<Option<Option<HashSet<&'c str>>>>,
     matchers: Vec<Option<bool>>,
 }
 
@@ -38,6 +48,7 @@ impl<'c> ClaimEvaluation<'c> {
         ClaimEvaluation {
             claims,
             paths: vec![None; snapshot.paths.len()],
+            strings: (0..snapshot.paths.len()).map(|_| None).collect(),
             matchers: vec![None; snapshot.matchers.len()],
         }
     }
@@ -48,9 +59,22 @@ impl<'c> ClaimEvaluation<'c> {
         }
         let shared = &snapshot.matchers[index as usize];
         let claim = self.claim(snapshot, shared.path);
-        let result = shared.matcher.matches(claim);
+        let by_set = match claim {
+            Some(Value::Array(items)) if items.len() >= STRING_SET_FROM => self
+                .strings_at(shared.path, items)
+                .and_then(|strings| shared.matcher.matches_strings(strings)),
+            _ => None,
+        };
+        let result = by_set.unwrap_or_else(|| shared.matcher.matches(claim));
         self.matchers[index as usize] = Some(result);
         result
+    }
+
+    /// The set of `items` (the array claim at `path`) when they are all strings.
+    fn strings_at(&mut self, path: u32, items: &'c [Value]) -> Option<&HashSet<&'c str>> {
+        self.strings[path as usize]
+            .get_or_insert_with(|| items.iter().map(Value::as_str).collect())
+            .as_ref()
     }
 
     pub(super) fn claim(&mut self, snapshot: &Snapshot, path: u32) -> Option<&'c Value> {
@@ -139,6 +163,7 @@ impl Snapshot {
         let entries = self.entries(&listed, &decision.granted_groups);
         let mut manifest = Manifest::new(self, entries, warnings, options);
         manifest.denied = decision.granted_groups.is_empty();
+        manifest.reach = Reach::new(decision.granted.clone());
         manifest
     }
 

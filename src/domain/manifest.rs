@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::entry::{Field, Fields, truncate};
+use super::reach::Reach;
 use super::snapshot::{Snapshot, tool_index};
 
 /// Request options of `GET /agents/tools` (and of admin preview).
@@ -85,6 +86,9 @@ pub struct Manifest<'s> {
     /// No matching policy granted any group (the reference design's "access denied"); request
     /// options that narrow the manifest to nothing do not count.
     pub(super) denied: bool,
+    /// What the decision behind it grants (empty until set from the decision: an empty reach
+    /// never carries to a later revision).
+    pub(super) reach: Reach,
 }
 
 impl<'s> Manifest<'s> {
@@ -110,6 +114,7 @@ impl<'s> Manifest<'s> {
             fields: options.fields,
             etag,
             denied: false,
+            reach: Reach::default(),
         }
     }
 
@@ -157,6 +162,11 @@ impl<'s> Manifest<'s> {
         self.entries.is_empty()
     }
 
+    /// The tools the decision behind this manifest grants, under any options.
+    pub fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
     /// Whether the claims were granted no group at all.
     pub fn is_denied(&self) -> bool {
         self.denied
@@ -186,6 +196,11 @@ impl<'s> Manifest<'s> {
     /// The members of the body object, without its braces: for bodies that add members of
     /// their own after them (an explained manifest).
     pub fn write_members(&self, out: &mut Vec<u8>) {
+        self.write_members_marking(out);
+    }
+
+    /// [`Manifest::write_members`], returning where in `out` the revision number went.
+    fn write_members_marking(&self, out: &mut Vec<u8>) -> Range<usize> {
         out.extend_from_slice(b"\"data\":[");
         for (i, entry) in self.entries.iter().enumerate() {
             if i > 0 {
@@ -196,7 +211,9 @@ impl<'s> Manifest<'s> {
         out.extend_from_slice(b"],\"count\":");
         out.extend_from_slice(self.entries.len().to_string().as_bytes());
         out.extend_from_slice(b",\"revision\":");
+        let revision_at = out.len();
         out.extend_from_slice(self.snapshot.revision.to_string().as_bytes());
+        let revision_at = revision_at..out.len();
         out.extend_from_slice(b",\"etag\":");
         write_json_string(&self.etag, out);
         out.extend_from_slice(b",\"warnings\":[");
@@ -207,13 +224,22 @@ impl<'s> Manifest<'s> {
             write_json_string(warning, out);
         }
         out.push(b']');
+        revision_at
     }
 
     /// The body as bytes; see [`Manifest::write_json`].
     pub fn to_json(&self) -> Vec<u8> {
+        self.to_json_marking().0
+    }
+
+    /// [`Manifest::to_json`], and where in it the revision number is: a manifest carried to a
+    /// later revision ([`super::continuity`]) differs from this body only there.
+    pub fn to_json_marking(&self) -> (Vec<u8>, Range<usize>) {
         let mut out = Vec::with_capacity(self.estimated_json_len());
-        self.write_json(&mut out);
-        out
+        out.push(b'{');
+        let revision_at = self.write_members_marking(&mut out);
+        out.push(b'}');
+        (out, revision_at)
     }
 
     /// Writes one entry object.

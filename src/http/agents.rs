@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::AppState;
+use super::chunks::Chunks;
 use super::errors::ApiError;
 use super::extract::{AcceptEncoding, IfNoneMatch, QueryPairs};
 use super::read::{read_request, with_explanation};
@@ -36,7 +37,7 @@ pub async fn list_tools(
         let explained = snapshot.explain(agent.claims(), &query.options);
         let body = with_explanation(&explained.manifest, &explained.explanation)?;
         return Ok(manifest_response(
-            body,
+            [body, Bytes::new()],
             explained.manifest.etag(),
             None,
             &if_none_match,
@@ -45,11 +46,11 @@ pub async fn list_tools(
     let claims = agent.claims();
     let key = app.manifests.key(&snapshot, claims, query.options);
     let rendered = app.manifests.resolve(&snapshot, claims, key).await;
-    if rendered.body.len() >= COMPRESS_FROM {
+    if rendered.len() >= COMPRESS_FROM {
         for coding in accept_encoding.codings() {
             if let Some(compressed) = compressed(&rendered, coding).await {
                 return Ok(manifest_response(
-                    compressed,
+                    [compressed, Bytes::new()],
                     &rendered.etag,
                     Some(coding),
                     &if_none_match,
@@ -58,7 +59,7 @@ pub async fn list_tools(
         }
     }
     Ok(manifest_response(
-        rendered.body.clone(),
+        rendered.parts(),
         &rendered.etag,
         None,
         &if_none_match,
@@ -90,10 +91,10 @@ fn coded_etag(etag: &str, coding: Coding) -> String {
     }
 }
 
-/// 200 with the body (in content coding `coding`, when given), or 304 when `If-None-Match`
-/// already names this representation in any coding (they are the same content).
+/// 200 with the body `parts` (in content coding `coding`, when given), or 304 when
+/// `If-None-Match` already names this representation in any coding (they are the same content).
 fn manifest_response(
-    body: Bytes,
+    parts: [Bytes; 2],
     etag: &str,
     coding: Option<Coding>,
     if_none_match: &[HeaderValue],
@@ -127,7 +128,7 @@ fn manifest_response(
             (header::CACHE_CONTROL, cache_control),
             (header::VARY, vary),
         ],
-        Body::from(body),
+        Body::new(Chunks::new(parts)),
     )
         .into_response();
     if let Some(coding) = coding {

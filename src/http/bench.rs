@@ -68,7 +68,7 @@ async fn serve() -> Response {
                 HeaderValue::from_static("private, no-cache"),
             ),
         ],
-        Body::from(rendered.body.clone()),
+        Body::new(super::chunks::Chunks::new(rendered.parts())),
     )
         .into_response()
 }

@@ -12,6 +12,7 @@
 use crate::cache::{CacheStats, RevisionCache};
 use crate::domain::access::Matched;
 use crate::domain::claims::Claims;
+use crate::domain::continuity::Continuity;
 use crate::domain::fingerprint::Fingerprint;
 use crate::domain::snapshot::Snapshot;
 
@@ -55,6 +56,16 @@ impl AccessCache {
         let matched = snapshot.matched(claims);
         self.insert(*fingerprint, matched.clone());
         matched
+    }
+
+    /// Carries every decision to the revision `continuity` leads to (the same policies match
+    /// the same claims there). Returns how many were carried.
+    pub fn carry(&self, continuity: &Continuity) -> usize {
+        self.cache.advance(
+            continuity.from(),
+            continuity.to(),
+            |fingerprint, matched| Some((*fingerprint, continuity.matched(matched)?)),
+        )
     }
 
     pub fn stats(&self) -> CacheStats {

@@ -17,6 +17,8 @@ use tracing::Instrument as _;
 
 use super::diff::changes_between;
 use super::precondition::Precondition;
+pub use super::published::CarryOver;
+use super::published::Published;
 use super::threads::Threads;
 use crate::bus::{CatalogChange, ChangeBus, LocalBus};
 use crate::domain::model::Catalog;
@@ -173,20 +175,6 @@ pub struct CatalogService {
     write_lock: Mutex<()>,
 }
 
-/// The snapshot readers see, and the channel that announces each new one.
-struct Published {
-    current: ArcSwap<Snapshot>,
-    revisions: watch::Sender<u64>,
-}
-
-impl Published {
-    fn publish(&self, snapshot: Snapshot) {
-        let revision = snapshot.revision();
-        self.current.store(Arc::new(snapshot));
-        self.revisions.send_replace(revision);
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error(transparent)]
@@ -217,6 +205,7 @@ impl CatalogService {
             published: Arc::new(Published {
                 current: ArcSwap::from_pointee(snapshot),
                 revisions,
+                carriers: std::sync::RwLock::default(),
             }),
             write_lock: Mutex::new(()),
         })
@@ -225,6 +214,15 @@ impl CatalogService {
     /// The snapshot agents are served from. Cheap: one atomic load.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.published.current.load_full()
+    }
+
+    /// Tells `carrier` how every snapshot published from now on continues the one before.
+    pub fn carry_into(&self, carrier: Arc<dyn CarryOver>) {
+        self.published
+            .carriers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(carrier);
     }
 
     /// Notified with the new revision after every published snapshot.

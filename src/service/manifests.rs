@@ -17,11 +17,13 @@ use chrono::Utc;
 use tracing::field::Empty;
 
 use super::access::AccessCache;
+use super::catalog::CarryOver;
 use super::seen::SeenClaims;
 use crate::cache::redis::SharedCache;
 use crate::cache::{CacheKey, CacheStats, RenderedManifest, RevisionCache};
 use crate::domain::access::{Decided, Matched};
 use crate::domain::claims::{ClaimPath, Claims};
+use crate::domain::continuity::Continuity;
 use crate::domain::manifest::{Manifest, ManifestOptions};
 use crate::domain::snapshot::Snapshot;
 use crate::telemetry::Metrics;
@@ -236,11 +238,31 @@ impl Manifests {
 }
 
 fn render(manifest: &Manifest<'_>) -> Arc<RenderedManifest> {
-    Arc::new(RenderedManifest::new(
-        crate::cache::rendered::fitted(manifest.to_json()),
-        manifest.etag().to_owned(),
-        manifest.revision(),
-        manifest.len(),
-        manifest.is_denied(),
-    ))
+    Arc::new(RenderedManifest::of(manifest))
+}
+
+/// A write that changed no policy or group carries every access decision to the new revision,
+/// and every rendered manifest that grants none of the changed tools (with its new revision
+/// number): the first request after such a write is a hit, not a render.
+impl CarryOver for Manifests {
+    fn carry(&self, continuity: &Continuity) {
+        let (from, to) = (continuity.from(), continuity.to());
+        let decisions = self.access.carry(continuity);
+        let manifests = self.rendered.advance(from, to, |decided, rendered| {
+            let carried = rendered.carried(continuity)?;
+            let key = Decided {
+                matched: continuity.matched(&decided.matched)?,
+                options: decided.options.clone(),
+            };
+            Some((key, Arc::new(carried)))
+        });
+        tracing::debug!(
+            from,
+            to,
+            changed_tools = continuity.changed_tools(),
+            decisions,
+            manifests,
+            "carried cached decisions and manifests to the new revision"
+        );
+    }
 }

@@ -20,6 +20,7 @@ pub mod manifests;
 pub mod mcp;
 pub mod periodic;
 mod precondition;
+mod published;
 pub mod read;
 pub mod refresh_log;
 pub mod seen;

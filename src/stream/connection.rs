@@ -183,11 +183,11 @@ impl Connection {
 
 /// One event as the chunks it is written in.
 #[derive(Debug)]
-pub struct Event([Bytes; 3]);
+pub struct Event([Bytes; 4]);
 
 impl Event {
     fn whole(bytes: Bytes) -> Event {
-        Event([bytes, Bytes::new(), Bytes::new()])
+        Event([bytes, Bytes::new(), Bytes::new(), Bytes::new()])
     }
 
     /// The event's bytes, joined.
@@ -201,21 +201,18 @@ impl Event {
 /// copied, when it is one line (serde writes JSON without line breaks; a body that has one
 /// is encoded over several `data:` lines instead).
 pub fn tools_event(rendered: &RenderedManifest) -> Event {
-    if rendered.body.contains(&b'\n') {
+    let [head, tail] = rendered.parts();
+    if head.contains(&b'\n') || tail.contains(&b'\n') {
         return Event::whole(encode(
             EventKind::Tools,
             Some(&rendered.etag),
-            &rendered.body,
+            &rendered.to_vec(),
         ));
     }
     // `encode` of an empty body ends with "data: \n\n": the body goes before that "\n\n".
-    let mut head = Vec::from(encode(EventKind::Tools, Some(&rendered.etag), b""));
-    head.truncate(head.len() - 2);
-    Event([
-        Bytes::from(head),
-        rendered.body.clone(),
-        Bytes::from_static(b"\n\n"),
-    ])
+    let mut prefix = Vec::from(encode(EventKind::Tools, Some(&rendered.etag), b""));
+    prefix.truncate(prefix.len() - 2);
+    Event([Bytes::from(prefix), head, tail, Bytes::from_static(b"\n\n")])
 }
 
 /// The instant of unix time `exp`, no leeway: already passed means now.
@@ -245,7 +242,7 @@ mod tests {
             let expected = encode(EventKind::Tools, Some("\"e1\""), body);
             assert_eq!(event.joined(), expected.to_vec(), "{body:?}");
             if !body.contains(&b'\n') {
-                assert_eq!(event.0[1].as_ptr(), rendered.body.as_ptr(), "no copy");
+                assert_eq!(event.0[1].as_ptr(), rendered.parts()[0].as_ptr(), "no copy");
             }
         }
     }

@@ -471,7 +471,7 @@ fn check_case(
             let served = bounded
                 .manifests
                 .resolve_local(&snapshot, claims, options.clone());
-            prop_assert_eq!(&served.body[..], &body[..], "claims {:?}", claims);
+            prop_assert_eq!(&served.to_vec()[..], &body[..], "claims {:?}", claims);
             let evaluation = bounded
                 .decisions
                 .listing(&snapshot, claims, options.clone());

@@ -343,3 +343,80 @@ async fn increments_between_two_scrapes_are_exact() {
         0.0
     );
 }
+
+/// A write that touches no tool of a manifest leaves that manifest cached (carried to the new
+/// revision, its `revision` member updated); a write that touches one renders it again, without
+/// the tool. Counted by the manifest cache's own metric.
+#[tokio::test]
+async fn a_write_outside_a_manifest_keeps_it_cached_and_one_inside_renders_it() {
+    let gateway = Gateway::start().await;
+    let mut catalog = catalog();
+    catalog["sources"]
+        .as_array_mut()
+        .expect("sources")
+        .push(json!({"id": "hr", "name": "hr-api", "type": "manual"}));
+    catalog["tools"].as_array_mut().expect("tools").push(
+        json!({"source_id": "hr", "operation_id": "fire", "name": "fire", "method": "POST", "path": "/fire"}),
+    );
+    catalog["groups"][0]["selectors"] = json!([{"source_pattern": "billing*"}]);
+    gateway.put_catalog(catalog).await;
+    let token = Gateway::reader("bob");
+    let read = || async {
+        let body = gateway
+            .get("/agents/tools", &token)
+            .await
+            .expect(StatusCode::OK)
+            .json();
+        let ids: Vec<String> = body["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|entry| entry["tool_id"].as_str().expect("tool_id").to_owned())
+            .collect();
+        (ids, body["revision"].as_u64().expect("revision"))
+    };
+    let (before_ids, before_revision) = read().await;
+    assert_eq!(before_ids, ["billing:list_invoices", "billing:refund"]);
+    let lookups = |scrape: &Scrape, result: &str| {
+        scrape.value(
+            "toolgate_manifest_cache_lookups_total",
+            &[("result", result)],
+        )
+    };
+
+    let before = Scrape::of(&gateway).await;
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/tools/hr:fire/disable",
+            Some(json!({"reason": "x"})),
+        )
+        .await
+        .expect(StatusCode::OK);
+    let (ids, revision) = read().await;
+    let after = Scrape::of(&gateway).await;
+    assert_eq!(ids, before_ids);
+    assert!(
+        revision > before_revision,
+        "the carried body names the new revision"
+    );
+    assert_eq!(lookups(&after, "hit") - lookups(&before, "hit"), 1.0);
+    assert_eq!(lookups(&after, "miss") - lookups(&before, "miss"), 0.0);
+
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/tools/billing:refund/disable",
+            Some(json!({"reason": "x"})),
+        )
+        .await
+        .expect(StatusCode::OK);
+    let (ids, _) = read().await;
+    let last = Scrape::of(&gateway).await;
+    assert_eq!(
+        ids,
+        ["billing:list_invoices"],
+        "the disabled tool is gone at once"
+    );
+    assert_eq!(lookups(&last, "miss") - lookups(&after, "miss"), 1.0);
+}

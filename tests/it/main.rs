@@ -11,6 +11,7 @@ mod store_contract;
 mod support;
 
 mod auth;
+mod carry_model;
 mod cli;
 mod code_shape;
 mod conditional_instances;

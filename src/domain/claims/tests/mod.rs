@@ -3,6 +3,7 @@
 
 mod operators;
 mod paths;
+mod string_sets;
 mod values;
 
 use serde_json::{Value, json};

@@ -458,3 +458,57 @@ fn sub_agent_restriction_example_of_the_spec() {
         .contains(&"crm:get_customer".to_owned())
     );
 }
+
+/// A token with many roles is read through a set of its strings (decide.rs); the answers are
+/// those of a scan: a role near the end matches, an absent one does not, `not_contains` and
+/// `in` agree, and an array with a non-string element is still read element by element.
+#[test]
+fn long_role_arrays_match_as_short_ones_do() {
+    let policy = |id: &str, operator: &str, value: Value, group: &str| {
+        json!({"id": id, "name": id, "claim_matchers": [
+            {"json_path": "roles", "operator": operator, "value": value}
+        ], "allowed_group_ids": [group]})
+    };
+    let snapshot = Snapshot::compile(
+        catalog(
+            json!([
+                {"id": "g-read", "name": "read", "selectors": [{"required_tags": ["read-only"]}]},
+                {"id": "g-bill", "name": "bill", "selectors": [{"source_pattern": "billing*"}]},
+                {"id": "g-coord", "name": "coord", "selectors": [{"required_tags": ["coordination"]}]}
+            ]),
+            json!([
+                policy("p1", "contains", json!("role-39"), "g-read"),
+                policy("p2", "not_contains", json!("role-40"), "g-bill"),
+                policy("p3", "in", json!(["x", "role-7"]), "g-coord"),
+            ]),
+        ),
+        1,
+    )
+    .expect("compiles");
+    let roles: Vec<Value> = (0..40).map(|i| json!(format!("role-{i}"))).collect();
+    let all = ids(
+        &snapshot,
+        json!({"sub": "a", "roles": roles}),
+        &ManifestOptions::default(),
+    );
+    assert_eq!(
+        all,
+        [
+            "billing:create_invoice",
+            "billing:list_invoices",
+            "billing:refund",
+            "crm:get_customer",
+            "crm:spawn_agents"
+        ]
+    );
+    let mut with_forty = roles.clone();
+    with_forty.push(json!("role-40"));
+    with_forty.retain(|role| role != "role-39" && role != "role-7");
+    with_forty.push(json!(7));
+    let fewer = ids(
+        &snapshot,
+        json!({"sub": "a", "roles": with_forty}),
+        &ManifestOptions::default(),
+    );
+    assert!(fewer.is_empty(), "{fewer:?}");
+}

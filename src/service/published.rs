@@ -1,0 +1,43 @@
+//! The snapshot readers see, and what is told when a new one is published.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use tokio::sync::watch;
+
+use crate::domain::continuity::Continuity;
+use crate::domain::snapshot::Snapshot;
+
+/// The snapshot readers see, and the channel that announces each new one.
+pub(super) struct Published {
+    pub(super) current: ArcSwap<Snapshot>,
+    pub(super) revisions: watch::Sender<u64>,
+    /// What keeps state derived from snapshots, told how each new one continues the last.
+    pub(super) carriers: std::sync::RwLock<Vec<Arc<dyn CarryOver>>>,
+}
+
+/// Something that keeps what it derived from one snapshot (cached decisions and manifests) and
+/// can carry what is still true to the next one.
+pub trait CarryOver: Send + Sync {
+    /// Called with how the snapshot about to be published continues the current one, before
+    /// readers can see it, so the first request at the new revision finds what was carried.
+    fn carry(&self, continuity: &Continuity);
+}
+
+impl Published {
+    pub(super) fn publish(&self, snapshot: Snapshot) {
+        let revision = snapshot.revision();
+        {
+            let carriers = self.carriers.read().unwrap_or_else(|p| p.into_inner());
+            if !carriers.is_empty()
+                && let Some(continuity) = snapshot.continuity_from(&self.current.load())
+            {
+                for carrier in carriers.iter() {
+                    carrier.carry(&continuity);
+                }
+            }
+        }
+        self.current.store(Arc::new(snapshot));
+        self.revisions.send_replace(revision);
+    }
+}
