@@ -92,6 +92,8 @@ pub struct RenderedManifest {
 struct Carry {
     /// What the decision behind it grants.
     reach: Reach,
+    /// It is an admin preview (it shows hidden tools and their flags).
+    preview: bool,
     /// How many bytes the revision number takes at the start of `tail`.
     digits: usize,
 }
@@ -119,6 +121,7 @@ impl RenderedManifest {
         let body = fitted(body);
         let carry = Carry {
             reach: manifest.reach().clone(),
+            preview: manifest.is_preview(),
             digits: revision_at.len(),
         };
         RenderedManifest::of_parts(
@@ -156,7 +159,7 @@ impl RenderedManifest {
     /// before it. Compressed forms are not carried (they hold the revision too).
     pub fn carried(&self, continuity: &Continuity) -> Option<RenderedManifest> {
         let carry = self.carry.as_ref()?;
-        if self.revision != continuity.from() || !continuity.keeps(&carry.reach) {
+        if self.revision != continuity.from() || !continuity.keeps(&carry.reach, carry.preview) {
             return None;
         }
         let digits = continuity.to().to_string();
@@ -171,6 +174,7 @@ impl RenderedManifest {
             (continuity.to(), self.tool_count, self.denied),
             Some(Carry {
                 reach: carry.reach.clone(),
+                preview: carry.preview,
                 digits: digits.len(),
             }),
         ))

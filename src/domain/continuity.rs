@@ -27,9 +27,12 @@ use super::snapshot::Snapshot;
 pub struct Continuity {
     from: u64,
     to: u64,
-    /// Tools (indices, the same in both snapshots) whose entry, name, states, flags or
-    /// visibility may differ.
+    /// Tools (indices, the same in both snapshots) whose entry, name, states or visibility
+    /// differ: what any manifest listing them, or able to list them, must render again.
     changed: FixedBitSet,
+    /// `changed`, and the tools whose `enabled` or `deprecated` flag differs (admin preview
+    /// writes both; agents see them only through visibility).
+    changed_in_preview: FixedBitSet,
 }
 
 impl Continuity {
@@ -43,9 +46,9 @@ impl Continuity {
         self.to
     }
 
-    /// How many tools changed between the two snapshots.
+    /// How many tools changed between the two snapshots (flags included).
     pub fn changed_tools(&self) -> usize {
-        self.changed.count_ones(..)
+        self.changed_in_preview.count_ones(..)
     }
 
     /// `matched` (a decision of the previous snapshot) as the same decision in the new one;
@@ -54,9 +57,14 @@ impl Continuity {
         (matched.revision() == self.from).then(|| matched.at_revision(self.to))
     }
 
-    /// Whether a manifest of a decision reaching `reach` is unchanged in the new snapshot.
-    pub fn keeps(&self, reach: &Reach) -> bool {
-        reach.is_disjoint(&self.changed)
+    /// Whether a manifest of a decision reaching `reach` is unchanged in the new snapshot
+    /// (`preview`: it lists hidden tools too, with their flags).
+    pub fn keeps(&self, reach: &Reach, preview: bool) -> bool {
+        reach.is_disjoint(if preview {
+            &self.changed_in_preview
+        } else {
+            &self.changed
+        })
     }
 }
 
@@ -84,17 +92,27 @@ impl Snapshot {
         }
         let mut changed = previous.visible.clone();
         changed.symmetric_difference_with(&self.visible);
+        let mut changed_in_preview = changed.clone();
         for (index, (old, new)) in previous.tools.iter().zip(&self.tools).enumerate() {
-            // An entry is shared only when the whole tool is equal (`carry.rs`), and the
-            // entry, name, states and flags are all functions of the tool.
-            if !Arc::ptr_eq(&old.entry, &new.entry) {
+            // An entry is shared only between equal tools (`carry.rs`): nothing to compare.
+            if Arc::ptr_eq(&old.entry, &new.entry) {
+                continue;
+            }
+            if old.entry.json_prefix() != new.entry.json_prefix()
+                || old.name != new.name
+                || old.available_in_states != new.available_in_states
+            {
                 changed.insert(index);
+                changed_in_preview.insert(index);
+            } else if old.enabled != new.enabled || old.deprecated != new.deprecated {
+                changed_in_preview.insert(index);
             }
         }
         Some(Continuity {
             from: previous.revision,
             to: self.revision,
             changed,
+            changed_in_preview,
         })
     }
 }

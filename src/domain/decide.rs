@@ -110,41 +110,50 @@ impl Snapshot {
         let tool_count = self.tools.len();
         let mut granted = FixedBitSet::with_capacity(tool_count);
         let mut denied = FixedBitSet::with_capacity(tool_count);
-        let mut decided = FixedBitSet::with_capacity(tool_count);
         let mut level_allowed = FixedBitSet::with_capacity(tool_count);
         let mut level_denied = FixedBitSet::with_capacity(tool_count);
-        let mut granted_groups = Vec::new();
+        let mut granted_groups = FixedBitSet::with_capacity(self.groups.len());
         for level in matched.chunk_by(|&a, &b| {
             self.policies[a as usize].priority == self.policies[b as usize].priority
         }) {
+            let policies = || level.iter().map(|&index| &self.policies[index as usize]);
+            for policy in policies() {
+                granted_groups.extend(policy.allowed.iter().map(|&group| group as usize));
+            }
+            // The tools decided so far are `granted ∪ denied` (disjoint): a tool is decided by
+            // the first level that covers it.
+            if policies().all(|policy| policy.denied.is_empty()) {
+                // Nothing denied here: what these groups hold and no higher level denied is
+                // granted, one pass per group and none per level.
+                for policy in policies() {
+                    for &group in &policy.allowed {
+                        or_without(&mut granted, &self.groups[group as usize].members, &denied);
+                    }
+                }
+                continue;
+            }
             level_allowed.clear();
             level_denied.clear();
-            for &index in level {
-                let policy = &self.policies[index as usize];
+            for policy in policies() {
                 for &group in &policy.allowed {
                     level_allowed.union_with(&self.groups[group as usize].members);
-                    granted_groups.push(group);
                 }
                 for &group in &policy.denied {
                     level_denied.union_with(&self.groups[group as usize].members);
                 }
             }
             // Tools first covered at this level: denied if any policy here denies them.
-            level_denied.difference_with(&decided);
-            level_allowed.difference_with(&decided);
+            level_denied.difference_with(&granted);
+            level_denied.difference_with(&denied);
             level_allowed.difference_with(&level_denied);
             denied.union_with(&level_denied);
-            granted.union_with(&level_allowed);
-            decided.union_with(&level_denied);
-            decided.union_with(&level_allowed);
+            or_without(&mut granted, &level_allowed, &denied);
         }
-        granted_groups.sort_unstable();
-        granted_groups.dedup();
         Decision {
             matched,
             granted,
             denied,
-            granted_groups,
+            granted_groups: granted_groups.ones().map(|group| group as u32).collect(),
         }
     }
 
@@ -301,6 +310,18 @@ impl Snapshot {
             })
             .collect();
         (entries, lists)
+    }
+}
+
+/// `into ∪= from − without`, a word at a time (all three over the same tools).
+fn or_without(into: &mut FixedBitSet, from: &FixedBitSet, without: &FixedBitSet) {
+    for ((into, &from), &without) in into
+        .as_mut_slice()
+        .iter_mut()
+        .zip(from.as_slice())
+        .zip(without.as_slice())
+    {
+        *into |= from & !without;
     }
 }
 

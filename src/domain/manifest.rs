@@ -167,6 +167,11 @@ impl<'s> Manifest<'s> {
         &self.reach
     }
 
+    /// Whether it is an admin preview (hidden tools listed too, with their flags).
+    pub fn is_preview(&self) -> bool {
+        self.include_disabled
+    }
+
     /// Whether the claims were granted no group at all.
     pub fn is_denied(&self) -> bool {
         self.denied
