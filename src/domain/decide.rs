@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::claims::Claims;
 use super::manifest::{Entry, Manifest, ManifestOptions};
+use super::memberships::Memberships;
 use super::pattern::{Case, Pattern, has_glob_syntax};
 use super::reach::Reach;
 use super::snapshot::Snapshot;
@@ -27,6 +28,8 @@ pub(super) struct Decision {
     pub denied: FixedBitSet,
     /// Groups allowed by a matching policy, ascending.
     pub granted_groups: Vec<u32>,
+    /// The same groups as a set over the snapshot's groups.
+    pub granted_group_set: FixedBitSet,
 }
 
 /// Array claims at least this long are looked up in a set of their strings rather than
@@ -113,6 +116,8 @@ impl Snapshot {
         let mut level_allowed = FixedBitSet::with_capacity(tool_count);
         let mut level_denied = FixedBitSet::with_capacity(tool_count);
         let mut granted_groups = FixedBitSet::with_capacity(self.groups.len());
+        // Groups whose members were added to `granted` since `denied` last changed.
+        let mut unioned = FixedBitSet::with_capacity(self.groups.len());
         for level in matched.chunk_by(|&a, &b| {
             self.policies[a as usize].priority == self.policies[b as usize].priority
         }) {
@@ -127,11 +132,15 @@ impl Snapshot {
                 // granted, one pass per group and none per level.
                 for policy in policies() {
                     for &group in &policy.allowed {
-                        or_without(&mut granted, &self.groups[group as usize].members, &denied);
+                        // Again with the same `denied`: nothing to add.
+                        if !unioned.put(group as usize) {
+                            or_without(&mut granted, &self.groups[group as usize].members, &denied);
+                        }
                     }
                 }
                 continue;
             }
+            unioned.clear();
             level_allowed.clear();
             level_denied.clear();
             for policy in policies() {
@@ -154,6 +163,7 @@ impl Snapshot {
             granted,
             denied,
             granted_groups: granted_groups.ones().map(|group| group as u32).collect(),
+            granted_group_set: granted_groups,
         }
     }
 
@@ -169,7 +179,10 @@ impl Snapshot {
         options: &ManifestOptions,
     ) -> Manifest<'_> {
         let (listed, warnings) = self.listed(decision, options);
-        let entries = self.entries(&listed, &decision.granted_groups);
+        let entries = match &self.memberships {
+            Some(memberships) => entries_by_tool(memberships, &listed, &decision.granted_group_set),
+            None => self.entries_by_group(&listed, &decision.granted_groups),
+        };
         let mut manifest = Manifest::new(self, entries, warnings, options);
         manifest.denied = decision.granted_groups.is_empty();
         manifest.reach = Reach::new(decision.granted.clone());
@@ -276,7 +289,12 @@ impl Snapshot {
     /// Builds the sorted entries and, for each tool, the granted groups that contain it (in one
     /// flat list: two passes over each granted group's members in the result, counting then
     /// placing, so that every entry's groups come out ascending without an allocation each).
-    fn entries(&self, result: &FixedBitSet, granted_groups: &[u32]) -> (Vec<Entry>, Vec<u32>) {
+    /// For snapshots too large to keep [`Memberships`]; [`entries_by_tool`] otherwise.
+    fn entries_by_group(
+        &self,
+        result: &FixedBitSet,
+        granted_groups: &[u32],
+    ) -> (Vec<Entry>, Vec<u32>) {
         let tools: Vec<u32> = result.ones().map(|t| t as u32).collect();
         let mut position = vec![u32::MAX; self.tools.len()];
         for (at, &t) in tools.iter().enumerate() {
@@ -311,6 +329,29 @@ impl Snapshot {
             .collect();
         (entries, lists)
     }
+}
+
+/// [`Snapshot::entries_by_group`] in one pass over the tools of `result`: each entry's groups
+/// are the tool's groups (ascending) that are granted.
+fn entries_by_tool(
+    memberships: &Memberships,
+    result: &FixedBitSet,
+    granted: &FixedBitSet,
+) -> (Vec<Entry>, Vec<u32>) {
+    let count = result.count_ones(..);
+    let mut entries = Vec::with_capacity(count);
+    let mut lists = Vec::with_capacity(count * 2);
+    for t in result.ones() {
+        let start = lists.len() as u32;
+        lists.extend(
+            (memberships.of_tool(t).iter()).filter(|&&group| granted.contains(group as usize)),
+        );
+        entries.push(Entry {
+            tool: t as u32,
+            groups: start..lists.len() as u32,
+        });
+    }
+    (entries, lists)
 }
 
 /// `into ∪= from − without`, a word at a time (all three over the same tools).

@@ -35,6 +35,7 @@ pub mod impact;
 pub mod manifest;
 pub mod manifest_diff;
 pub mod mcp;
+mod memberships;
 pub mod model;
 pub mod operator;
 pub mod pattern;

@@ -20,6 +20,7 @@ use super::carry;
 use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::compile_error::CompileError;
 use super::entry::{ToolEntry, truncate};
+use super::memberships::{MAX_MEMBERSHIPS, Memberships};
 use super::model::{Catalog, Source};
 use super::selection::SelectionIndex;
 use super::source_config::CallSettings;
@@ -38,6 +39,8 @@ pub struct Snapshot {
     pub(super) visible: FixedBitSet,
     pub(super) groups: Vec<CompiledGroup>,
     pub(super) group_index: HashMap<String, u32>,
+    /// Each tool's groups, unless there are too many to keep.
+    pub(super) memberships: Option<Memberships>,
     pub(super) policies: Vec<CompiledPolicy>,
     pub(super) paths: Vec<ClaimPath>,
     /// The distinct places in the claims that the active policies read, sorted: a decision
@@ -160,8 +163,14 @@ impl Snapshot {
         let mut interner = MatcherInterner::default();
         let policies = compile_policies(&catalog, &group_index, &mut interner)?;
 
+        let memberships = Memberships::of(
+            groups.iter().map(|group| &group.members),
+            tools.len(),
+            MAX_MEMBERSHIPS,
+        );
         Ok(Snapshot {
             revision,
+            memberships,
             tool_index: ToolIndex::new(tools.iter().map(|tool| tool.id.as_str())),
             tools,
             visible,

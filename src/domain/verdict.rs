@@ -49,6 +49,7 @@ impl Evaluation {
         bits(&self.listed)
             + bits(&decision.granted)
             + bits(&decision.denied)
+            + bits(&decision.granted_group_set)
             + 4 * (decision.matched.capacity() + decision.granted_groups.capacity())
             + self.options.heap_bytes()
     }

@@ -512,3 +512,49 @@ fn long_role_arrays_match_as_short_ones_do() {
     );
     assert!(fewer.is_empty(), "{fewer:?}");
 }
+
+/// Entries' group lists are the same whether written from each tool's memberships (the usual
+/// path) or from each granted group's members (catalogs with too many memberships to keep),
+/// for every set of granted groups over a catalog whose groups overlap.
+#[test]
+fn both_ways_of_listing_entry_groups_agree() {
+    use super::entries_by_tool;
+    use crate::domain::memberships::Memberships;
+    let snapshot = Snapshot::compile(
+        catalog(
+            json!([
+                {"id": "g-a", "name": "a", "selectors": [{"required_tags": ["billing"]}]},
+                {"id": "g-b", "name": "b", "selectors": [{}]},
+                {"id": "g-c", "name": "c", "explicit_tool_ids": ["crm:get_customer", "billing:refund"]},
+                {"id": "g-d", "name": "d", "selectors": [{"method_pattern": "GET"}]}
+            ]),
+            json!([]),
+        ),
+        1,
+    )
+    .expect("compiles");
+    let members = || snapshot.groups.iter().map(|group| &group.members);
+    let memberships =
+        Memberships::of(members(), snapshot.tools.len(), usize::MAX).expect("within any bound");
+    assert!(
+        Memberships::of(members(), snapshot.tools.len(), 3).is_none(),
+        "past the bound"
+    );
+    let group_count = snapshot.groups.len();
+    for mask in 0..(1u32 << group_count) {
+        let granted: Vec<u32> = (0..group_count as u32)
+            .filter(|g| mask & (1 << g) != 0)
+            .collect();
+        let mut set = fixedbitset::FixedBitSet::with_capacity(group_count);
+        set.extend(granted.iter().map(|&g| g as usize));
+        let mut result = fixedbitset::FixedBitSet::with_capacity(snapshot.tools.len());
+        for &g in &granted {
+            result.union_with(&snapshot.groups[g as usize].members);
+        }
+        assert_eq!(
+            entries_by_tool(&memberships, &result, &set),
+            snapshot.entries_by_group(&result, &granted),
+            "granted {granted:?}"
+        );
+    }
+}
