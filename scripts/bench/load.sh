@@ -25,8 +25,10 @@ THREADS=2
 ensure_wrk
 ulimit -n 65536 2>/dev/null || true
 
-cargo build --release --locked --features bench-routes --quiet
 # GATEWAY_BIN=<path>: another build (with the bench-routes feature) instead of this tree's.
+if [ -z "${GATEWAY_BIN:-}" ]; then
+  cargo build --release --locked --features bench-routes --quiet
+fi
 BIN=${GATEWAY_BIN:-target/release/toolgate}
 WORK=$(mktemp -d)
 REDIS_PID=""
