@@ -250,9 +250,13 @@ impl<'s> Manifest<'s> {
     /// Writes one entry object.
     pub(super) fn write_entry(&self, entry: &Entry, out: &mut Vec<u8>) {
         let tool = &self.snapshot.tools[entry.tool as usize];
-        self.snapshot
-            .tool_entry(entry.tool as usize)
-            .write_prefix(self.fields, out);
+        if self.fields.is_all() {
+            out.extend_from_slice(self.snapshot.entry_arena.prefix(entry.tool as usize));
+        } else {
+            self.snapshot
+                .tool_entry(entry.tool as usize)
+                .write_prefix(self.fields, out);
+        }
         if self.fields.contains(Field::Groups) {
             out.extend_from_slice(b",\"groups\":[");
             for (i, &group) in self.entry_groups(entry).iter().enumerate() {

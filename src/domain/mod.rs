@@ -27,6 +27,7 @@ mod compile_error;
 pub mod continuity;
 mod decide;
 pub mod entry;
+mod entry_arena;
 pub mod explain;
 pub mod field_error;
 pub mod fingerprint;

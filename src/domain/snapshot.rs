@@ -20,6 +20,7 @@ use super::carry;
 use super::claims::{ClaimPath, CompiledMatcher};
 pub use super::compile_error::CompileError;
 use super::entry::{ToolEntry, truncate};
+use super::entry_arena::EntryArena;
 use super::memberships::{MAX_MEMBERSHIPS, Memberships};
 use super::model::{Catalog, Source};
 use super::selection::SelectionIndex;
@@ -41,6 +42,8 @@ pub struct Snapshot {
     pub(super) group_index: HashMap<String, u32>,
     /// Each tool's groups, unless there are too many to keep.
     pub(super) memberships: Option<Memberships>,
+    /// Every tool's entry, in tool order, in one buffer.
+    pub(super) entry_arena: EntryArena,
     pub(super) policies: Vec<CompiledPolicy>,
     pub(super) paths: Vec<ClaimPath>,
     /// The distinct places in the claims that the active policies read, sorted: a decision
@@ -168,9 +171,11 @@ impl Snapshot {
             tools.len(),
             MAX_MEMBERSHIPS,
         );
+        let entry_arena = EntryArena::of(tools.iter().map(|tool| &*tool.entry));
         Ok(Snapshot {
             revision,
             memberships,
+            entry_arena,
             tool_index: ToolIndex::new(tools.iter().map(|tool| tool.id.as_str())),
             tools,
             visible,
