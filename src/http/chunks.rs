@@ -4,7 +4,6 @@
 //! chunks with one vectored write, and the exact length is known, so the response carries a
 //! `Content-Length` rather than chunked framing.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,24 +11,30 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-/// The concatenation of its chunks.
-#[derive(Debug, Default)]
-pub(crate) struct Chunks {
-    parts: VecDeque<Bytes>,
-    /// The bytes not yet sent: the sum of the lengths of `parts`.
+/// The concatenation of its `N` chunks, held inline: a cached manifest's response allocates
+/// nothing for its body.
+#[derive(Debug)]
+pub(crate) struct Chunks<const N: usize> {
+    parts: [Bytes; N],
+    /// The first part not yet sent.
+    next: usize,
+    /// The bytes not yet sent: the sum of the lengths of `parts[next..]`.
     remaining: u64,
 }
 
-impl Chunks {
-    /// The body `parts` make, in order (empty ones are left out).
-    pub(crate) fn new(parts: impl IntoIterator<Item = Bytes>) -> Chunks {
-        let parts: VecDeque<Bytes> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+impl<const N: usize> Chunks<N> {
+    /// The body `parts` make, in order (empty ones are skipped when sending).
+    pub(crate) fn new(parts: [Bytes; N]) -> Chunks<N> {
         let remaining = parts.iter().map(|part| part.len() as u64).sum();
-        Chunks { parts, remaining }
+        Chunks {
+            parts,
+            next: 0,
+            remaining,
+        }
     }
 }
 
-impl Body for Chunks {
+impl<const N: usize> Body for Chunks<N> {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -38,14 +43,19 @@ impl Body for Chunks {
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
-        Poll::Ready(this.parts.pop_front().map(|part| {
-            this.remaining -= part.len() as u64;
-            Ok(Frame::data(part))
-        }))
+        while let Some(part) = this.parts.get_mut(this.next) {
+            this.next += 1;
+            if !part.is_empty() {
+                let part = std::mem::take(part);
+                this.remaining -= part.len() as u64;
+                return Poll::Ready(Some(Ok(Frame::data(part))));
+            }
+        }
+        Poll::Ready(None)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.parts.is_empty()
+        self.remaining == 0
     }
 
     fn size_hint(&self) -> SizeHint {
