@@ -3,12 +3,15 @@
 # missing (redis-server from Debian's packages; the official MCP Python SDK in .venv-mcp for the
 # ingestion tests' real MCP server; nx-27017, a MongoDB wire-protocol server, in .venv-mongo for
 # the MongoDB store tests; the official MCP SDK clients for the /mcp tests, by
-# scripts/mcp_clients.sh), then runs every test target.
+# scripts/mcp_clients.sh; Chromium from Debian's packages and Playwright for Python in
+# .venv-console for the admin console's browser tests), then runs every test target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# The console's browser tests drive Debian's Chromium (Playwright never downloads one here).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -30,6 +33,13 @@ if [ ! -x .venv-mongo/bin/nx-27017 ]; then
   python3 -m venv .venv-mongo
   .venv-mongo/bin/pip install --quiet --disable-pip-version-check \
     nx-27017==0.8.1 neosqlite==1.17.2 pymongo==4.20.0
+fi
+
+# Playwright for Python (tests/console/requirements.txt), pointed at /usr/bin/chromium.
+if [ ! -x .venv-console/bin/python ] || ! .venv-console/bin/python -c 'import playwright.sync_api' 2>/dev/null; then
+  echo "creating .venv-console with Playwright for Python (the console's browser tests)"
+  python3 -m venv .venv-console
+  .venv-console/bin/pip install --quiet --disable-pip-version-check -r tests/console/requirements.txt
 fi
 
 # The official MCP SDK clients (Python, TypeScript v1 and v2) that the /mcp tests drive

@@ -13,6 +13,15 @@ use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::{CompiledGroup, Snapshot};
 
 /// The whole story for one set of claims.
+/// One group a tool is a member of ([`Snapshot::groups_of_tool`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolMembership {
+    pub group_id: String,
+    pub name: String,
+    /// As [`GroupMember::via`].
+    pub via: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     /// Every policy of the catalog, in evaluation order (priority, highest first); inactive
@@ -153,6 +162,37 @@ impl Snapshot {
     pub fn group_members(&self, group_id: &str) -> Option<Vec<GroupMember>> {
         let group = &self.groups[*self.group_index.get(group_id)? as usize];
         Some(self.members_of(group))
+    }
+
+    /// The groups tool `tool_id` is a member of (active ones; an inactive group has none), in
+    /// id order, each with how it got in; `None` when there is no such tool.
+    pub fn groups_of_tool(&self, tool_id: &str) -> Option<Vec<ToolMembership>> {
+        let t = super::snapshot::tool_index(self, tool_id)? as usize;
+        let groups = self
+            .groups
+            .iter()
+            .filter(|group| group.members.contains(t))
+            .map(|group| {
+                let catalog_group = &self.catalog.groups[group.catalog_position];
+                let mut via = Vec::new();
+                if group.selected.contains(t) {
+                    via.extend(
+                        (0..catalog_group.selectors.len()).map(|i| format!("selectors[{i}]")),
+                    );
+                }
+                if group.explicit.binary_search(&(t as u32)).is_ok() {
+                    via.push("explicit".to_owned());
+                }
+                ToolMembership {
+                    group_id: catalog_group.id.clone(),
+                    name: catalog_group.name.clone(),
+                    via,
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut groups = groups;
+        groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        Some(groups)
     }
 
     fn members_of(&self, group: &CompiledGroup) -> Vec<GroupMember> {

@@ -100,7 +100,7 @@ pub struct ProblemField<'a> {
 }
 
 impl ApiError {
-    fn status_and_type(&self) -> (StatusCode, &'static str, &'static str) {
+    pub(crate) fn status_and_type(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
             ApiError::Malformed(_) | ApiError::BadRequest(_) => {
                 (StatusCode::BAD_REQUEST, "malformed", "Malformed request")
@@ -158,7 +158,7 @@ impl ApiError {
         }
     }
 
-    fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         match self {
             ApiError::Malformed(detail)
             | ApiError::NotFound(detail)

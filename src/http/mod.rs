@@ -11,6 +11,7 @@ pub mod authzen;
 #[cfg(feature = "bench-routes")]
 mod bench;
 mod chunks;
+pub mod console;
 pub mod errors;
 pub mod extract;
 pub mod mcp;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub http: Arc<HttpSettings>,
     /// The MCP endpoint: its sessions and settings.
     pub mcp: Arc<mcp::McpEndpoint>,
+    /// The admin console's sessions.
+    pub console: Arc<console::session::ConsoleSessions>,
 }
 
 /// Settings of the HTTP transport.
@@ -86,6 +89,10 @@ impl AppState {
                 sessions: mcp::session::Sessions::new(settings.mcp.sessions),
                 settings: settings.mcp.clone(),
             }),
+            // `Secure` cookies unless served on loopback, where browsers accept plain http.
+            console: Arc::new(console::session::ConsoleSessions::new(
+                !settings.listen.ip().is_loopback(),
+            )),
         })
     }
 }
@@ -121,6 +128,7 @@ pub fn router(state: AppState) -> Router {
         .merge(mcp::routes())
         .merge(mcp::open_routes())
         .merge(ops::routes())
+        .merge(console::routes())
         .merge(authzen::open_routes())
         .fallback(ops::not_found)
         // After every route is in: it applies to the routes present when it is called.

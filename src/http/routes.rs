@@ -77,6 +77,7 @@ pub const ROUTES: &[Route] = &[
     token("/admin/tools/{id}/enable", &["post"]),
     token("/admin/tools/{id}/disable", &["post"]),
     token("/admin/groups/{id}/tools", &["get"]),
+    token("/admin/tools/{id}/groups", &["get"]),
     token("/admin/preview", &["post"]),
     token("/admin/impact", &["post"]),
     token("/admin/catalog", &["get", "put"]),

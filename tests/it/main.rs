@@ -16,6 +16,8 @@ mod cli;
 mod code_shape;
 mod conditional_instances;
 mod conformance_core;
+mod console;
+mod console_browser;
 mod decision_bounds;
 mod decision_model;
 mod decisions;

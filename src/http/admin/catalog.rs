@@ -92,3 +92,20 @@ pub(super) async fn group_members(
         snapshot.revision(),
     ))
 }
+
+/// `GET /admin/tools/{id}/groups`: the groups a tool is a member of, and how it got into each.
+pub(super) async fn tool_groups(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let snapshot = state.app.catalog.snapshot();
+    let groups = snapshot
+        .groups_of_tool(&id)
+        .ok_or_else(|| ApiError::NotFound(format!("tool '{id}' does not exist")))?;
+    let body = json!({"tool_id": id, "data": groups, "count": groups.len(), "revision": snapshot.revision()});
+    Ok(with_revision(
+        Json(body).into_response(),
+        snapshot.revision(),
+    ))
+}

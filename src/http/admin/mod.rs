@@ -73,6 +73,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         ("/admin/tools/{id}/enable", post(tools::enable)),
         ("/admin/tools/{id}/disable", post(tools::disable)),
         ("/admin/groups/{id}/tools", get(catalog::group_members)),
+        ("/admin/tools/{id}/groups", get(catalog::tool_groups)),
         ("/admin/preview", post(preview::preview)),
         ("/admin/impact", post(impact::impact)),
         ("/admin/catalog", get(catalog::read).put(catalog::replace)),
@@ -88,7 +89,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
 }
 
 /// The audit identity of a request: the token's `sub` and the request id.
-fn actor(agent: &Caller, headers: &HeaderMap) -> Actor {
+pub(crate) fn actor(agent: &Caller, headers: &HeaderMap) -> Actor {
     Actor {
         subject: agent.sub().to_owned(),
         request_id: headers

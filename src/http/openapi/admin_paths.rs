@@ -109,6 +109,29 @@ pub(super) fn group_members() -> PathItem {
     ))
 }
 
+/// `GET /admin/tools/{id}/groups`.
+pub(super) fn tool_groups() -> PathItem {
+    get(problems(
+        admin_operation(
+            "list_tool_groups",
+            "tools",
+            "The groups a tool is a member of",
+            "Each group (active ones: an inactive group has no members) with what brought the \
+             tool in: `selectors[i]` for each selector it matched and `explicit` when listed in \
+             `explicit_tool_ids`. An exclusion takes the tool out of a group.",
+        )
+        .parameter(id_parameter("tool"))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The groups.")
+                .content(JSON, json_content(schema_ref::<bodies::ToolGroups>()))
+                .header(REVISION_HEADER.as_str(), revision_header()),
+        ),
+        &[404],
+    ))
+}
+
 pub(super) fn preview() -> PathItem {
     let operation = admin_operation(
         "preview_manifest",

@@ -82,6 +82,15 @@ pub(super) struct GroupMembers {
     revision: u64,
 }
 
+/// `GET /admin/tools/{id}/groups`: the groups a tool is a member of.
+#[derive(Serialize, ToSchema)]
+pub(super) struct ToolGroups {
+    tool_id: String,
+    data: Vec<super::model::ToolMembershipSchema>,
+    count: usize,
+    revision: u64,
+}
+
 /// `PUT /admin/catalog`: the revision the replacement produced and what the catalog now holds.
 #[derive(Serialize, ToSchema)]
 pub(super) struct CatalogReplaced {

@@ -360,6 +360,17 @@ pub struct GroupMemberSchema {
     via: Vec<String>,
 }
 
+/// One group a tool is a member of and what brought it in.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ToolMembership)]
+pub struct ToolMembershipSchema {
+    group_id: String,
+    name: String,
+    /// `selectors[i]` for each selector the tool matched (all of them: selectors AND), and
+    /// `explicit` when listed in `explicit_tool_ids`.
+    via: Vec<String>,
+}
+
 #[derive(Serialize, ToSchema)]
 #[schema(as = ToolExplanation)]
 pub struct ToolExplanationSchema {

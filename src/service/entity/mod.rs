@@ -221,6 +221,10 @@ impl CatalogEntity for Tool {
         text("label_id", "Only tools carrying this label."),
         text("method", "Only tools with this HTTP method."),
         text("name", "Only tools with this name."),
+        text(
+            "q",
+            "Only tools whose id, name or description contains this text (ignoring case).",
+        ),
     ];
     ids!();
 
@@ -246,6 +250,7 @@ impl CatalogEntity for Tool {
             "label_id" => Some(self.label_ids.iter().any(|l| l == value)),
             "method" => Some(self.method.as_deref() == Some(value)),
             "name" => Some(self.name == value),
+            "q" => Some(mentions(self, value)),
             _ => None,
         }
     }
@@ -396,4 +401,25 @@ fn reference(field: String, noun: &str, id: &str, owner: &str) -> FieldError {
         message: format!("refers to {noun} '{id}' (in '{owner}')"),
         kind: ErrorKind::Conflict,
     }
+}
+
+/// Whether `text` occurs in the tool's id, name or description, ignoring case (Unicode lower
+/// case on both sides; an empty text occurs everywhere).
+fn mentions(tool: &Tool, text: &str) -> bool {
+    let needle = text.to_lowercase();
+    [&tool.id, &tool.name, &tool.description]
+        .into_iter()
+        .any(|field| contains_lowercase(field, &needle))
+}
+
+fn contains_lowercase(haystack: &str, needle: &str) -> bool {
+    if haystack.is_ascii() && needle.is_ascii() {
+        // No allocation for the common case: a window compare ignoring ASCII case.
+        let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
+        return needle.is_empty()
+            || haystack
+                .windows(needle.len())
+                .any(|window| window.eq_ignore_ascii_case(needle));
+    }
+    haystack.to_lowercase().contains(needle)
 }

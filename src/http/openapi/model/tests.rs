@@ -73,6 +73,11 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         name: "t".into(),
         via: vec!["explicit".into()],
     };
+    let membership = crate::domain::explain::ToolMembership {
+        group_id: "g".into(),
+        name: "g".into(),
+        via: vec!["explicit".into()],
+    };
     let failed = FailedMatcher {
         index: 0,
         json_path: "a".into(),
@@ -111,7 +116,7 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         groups: vec![group_explained.clone()],
         tools: vec![tool_explained.clone()],
     };
-    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 16] = [
+    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 17] = [
         ("Catalog", keys(&catalog), properties::<CatalogSchema>()),
         (
             "Source",
@@ -174,6 +179,11 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
             "GroupMember",
             keys(&member),
             properties::<GroupMemberSchema>(),
+        ),
+        (
+            "ToolMembership",
+            keys(&membership),
+            properties::<ToolMembershipSchema>(),
         ),
         (
             "ToolExplanation",

@@ -1,0 +1,431 @@
+//! The admin console over plain HTTP (CONSOLE.md, "Serving and security"): the headers of every
+//! answer, sign-in and its refusals, the session cookie, the origin and anti-CSRF checks of
+//! every write, a session ending with its token, and a write that loses a race. What a browser
+//! does with the pages is `console_browser.rs`.
+
+use crate::support;
+
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
+use serde_json::json;
+use support::gateway::Gateway;
+
+fn catalog() -> serde_json::Value {
+    json!({
+        "sources": [{"id": "billing", "name": "billing-api", "type": "manual"}],
+        "tools": [
+            {"source_id": "billing", "operation_id": "list_invoices", "name": "list_invoices",
+             "description": "Lists the invoices of a customer", "method": "GET"},
+            {"source_id": "billing", "operation_id": "refund", "name": "refund",
+             "description": "Refunds a payment", "method": "POST"}
+        ],
+        "groups": [{"id": "g-read", "name": "reads", "selectors": [{"method_pattern": "GET"}]},
+                   {"id": "g-all", "name": "all", "selectors": [{}]}],
+        "policies": [{"id": "p-read", "name": "readers", "allowed_group_ids": ["g-read"],
+                      "claim_matchers": [{"json_path": "roles", "operator": "contains",
+                                          "value": "reader"}]}]
+    })
+}
+
+/// A client that shows redirects instead of following them.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+struct Browser {
+    base: String,
+    client: reqwest::Client,
+    cookie: Option<String>,
+    csrf: Option<String>,
+}
+
+struct Page {
+    status: StatusCode,
+    headers: HeaderMap,
+    text: String,
+}
+
+impl Browser {
+    fn new(gateway: &Gateway) -> Browser {
+        Browser {
+            base: gateway.base.clone(),
+            client: client(),
+            cookie: None,
+            csrf: None,
+        }
+    }
+
+    fn origin(&self) -> String {
+        self.base.clone()
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Page {
+        let request = match &self.cookie {
+            Some(cookie) => request.header("cookie", format!("toolgate_console={cookie}")),
+            None => request,
+        };
+        let response = request.send().await.expect("the gateway answers");
+        Page {
+            status: response.status(),
+            headers: response.headers().clone(),
+            text: response.text().await.expect("text"),
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        let page = self
+            .send(self.client.get(format!("{}{path}", self.base)))
+            .await;
+        if let Some(csrf) = csrf_of(&page.text) {
+            self.csrf = Some(csrf);
+        }
+        page
+    }
+
+    async fn post(&self, path: &str, origin: Option<&str>, form: &[(&str, &str)]) -> Page {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(form).expect("form"));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        self.send(request).await
+    }
+
+    async fn sign_in(&mut self, token: &str) -> Page {
+        let page = self
+            .post(
+                "/console/sign-in",
+                Some(&self.origin()),
+                &[("token", token)],
+            )
+            .await;
+        if let Some(cookie) = session_cookie(&page.headers) {
+            self.cookie = Some(cookie);
+        }
+        page
+    }
+}
+
+fn csrf_of(html: &str) -> Option<String> {
+    let at = html.find("name=\"csrf\" value=\"")? + "name=\"csrf\" value=\"".len();
+    Some(html[at..].split('"').next()?.to_owned())
+}
+
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(SET_COOKIE)?.to_str().ok()?;
+    let value = value.strip_prefix("toolgate_console=")?;
+    Some(value.split(';').next()?.to_owned()).filter(|id| !id.is_empty())
+}
+
+fn assert_secured(page: &Page, what: &str) {
+    let header = |name: &str| {
+        page.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{what}: no {name}"))
+            .to_owned()
+    };
+    let csp = header("content-security-policy");
+    assert!(csp.contains("default-src 'self'"), "{what}: {csp}");
+    assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+        "{what}: {csp}"
+    );
+    assert_eq!(header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(header("referrer-policy"), "no-referrer", "{what}");
+}
+
+#[tokio::test]
+async fn every_console_answer_carries_the_security_headers() {
+    let gateway = Gateway::start().await;
+    let mut browser = Browser::new(&gateway);
+    for path in [
+        "/console/",
+        "/console/assets/console.css",
+        "/console/assets/console.js",
+        "/console/nowhere",
+        "/console/tools",
+    ] {
+        let page = browser.get(path).await;
+        assert_secured(&page, path);
+    }
+    let refused = browser
+        .post(
+            "/console/sign-in",
+            Some("http://evil.example"),
+            &[("token", "x")],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert_secured(&refused, "a refused sign-in");
+    browser.sign_in(&Gateway::admin()).await;
+    let tools = browser.get("/console/tools").await;
+    assert_eq!(tools.status, StatusCode::OK);
+    assert_secured(&tools, "the Tools page");
+    assert!(
+        !tools.text.contains(" style=\""),
+        "no inline style (the CSP forbids it)"
+    );
+    assert!(!tools.text.contains("<script>"), "no inline script");
+}
+
+#[tokio::test]
+async fn sign_in_refuses_what_is_not_a_valid_admin_token_and_says_why() {
+    let gateway = Gateway::start().await;
+    let mut browser = Browser::new(&gateway);
+    let now = support::unix_now();
+    let cases = [
+        (
+            Gateway::reader("agent-1"),
+            StatusCode::FORBIDDEN,
+            "not an administrator",
+        ),
+        (
+            Gateway::token(json!({"sub": "admin-1", "roles": ["admin"], "exp": now - 3600})),
+            StatusCode::UNAUTHORIZED,
+            "expired",
+        ),
+        (
+            format!("{}x", Gateway::admin()),
+            StatusCode::UNAUTHORIZED,
+            "signature",
+        ),
+        (
+            "not a token".to_owned(),
+            StatusCode::UNAUTHORIZED,
+            "well-formed",
+        ),
+        (
+            String::new(),
+            StatusCode::UNAUTHORIZED,
+            "Give an admin token",
+        ),
+    ];
+    for (token, status, says) in cases {
+        let page = browser.sign_in(&token).await;
+        assert_eq!(page.status, status, "{says}");
+        assert!(page.text.contains(says), "{says}: {}", page.text);
+        assert!(
+            session_cookie(&page.headers).is_none(),
+            "{says}: no session"
+        );
+    }
+    assert!(gateway.state().console.is_empty());
+    // Unsigned in, every page leads to the sign-in page.
+    let page = browser.get("/console/tools").await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(page.headers[LOCATION], "/console/");
+}
+
+#[tokio::test]
+async fn a_session_cookie_is_http_only_strict_scoped_and_ends_with_the_token() {
+    let gateway = Gateway::start().await;
+    let mut browser = Browser::new(&gateway);
+    let now = support::unix_now();
+    let token = Gateway::token(json!({"sub": "admin-1", "roles": ["admin"], "exp": now + 2}));
+    let page = browser.sign_in(&token).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.text);
+    assert_eq!(page.headers[LOCATION], "/console/tools");
+    let cookie = page.headers[SET_COOKIE].to_str().unwrap();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "served on loopback: {cookie}");
+    let max_age: i64 = cookie
+        .split("Max-Age=")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|n| n.parse().ok())
+        .expect("Max-Age");
+    assert!(max_age <= 2, "no later than exp: {cookie}");
+    assert!(!page.text.contains(&token) && !cookie.contains(&token));
+    assert_eq!(browser.get("/console/tools").await.status, StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    let ended = browser.get("/console/tools").await;
+    assert_eq!(ended.status, StatusCode::SEE_OTHER);
+    assert_eq!(ended.headers[LOCATION], "/console/?ended=expired");
+}
+
+#[tokio::test]
+async fn writes_need_the_consoles_origin_and_the_sessions_anti_csrf_token() {
+    let gateway = Gateway::start().await;
+    gateway.put_catalog(catalog()).await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let confirm = browser.get("/console/tools/billing%3Arefund/disable").await;
+    assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.text);
+    let csrf = browser
+        .csrf
+        .clone()
+        .expect("the page carries the anti-CSRF token");
+    let revision = gateway
+        .state()
+        .app
+        .catalog
+        .snapshot()
+        .revision()
+        .to_string();
+    let path = "/console/tools/billing%3Arefund/disable";
+    let own = browser.origin();
+    let form = |csrf: &str| {
+        vec![
+            ("csrf", csrf.to_owned()),
+            ("revision", revision.clone()),
+            ("reason", "incident 42".to_owned()),
+        ]
+    };
+    let refused: [(Option<&str>, String, &str); 4] = [
+        (
+            Some("http://evil.example"),
+            csrf.clone(),
+            "a foreign origin",
+        ),
+        (None, csrf.clone(), "no origin"),
+        (Some(&own), String::new(), "no anti-CSRF token"),
+        (Some(&own), format!("{csrf}x"), "a wrong anti-CSRF token"),
+    ];
+    for (origin, token, what) in refused {
+        let fields = form(&token);
+        let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let page = browser.post(path, origin, &pairs).await;
+        assert_eq!(page.status, StatusCode::FORBIDDEN, "{what}");
+        assert!(
+            gateway.state().app.catalog.snapshot().catalog().tools[1].enabled,
+            "{what}: nothing written"
+        );
+    }
+    let fields = form(&csrf);
+    let pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let page = browser.post(path, Some(&own), &pairs).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.text);
+    let tool = admin_get(&gateway, "/admin/tools/billing:refund").await;
+    assert_eq!(tool["enabled"], false);
+    assert_eq!(tool["disabled_reason"], "incident 42");
+    let audit = admin_get(&gateway, "/admin/audit?entity=tools&id=billing:refund").await;
+    let last = audit["data"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["actor"], "admin-1", "audited as the admin's sub");
+    assert_eq!(last["action"], "disable");
+}
+
+#[tokio::test]
+async fn a_write_that_lost_a_race_is_refused_and_shown_so() {
+    let gateway = Gateway::start().await;
+    gateway.put_catalog(catalog()).await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    browser.get("/console/tools/billing%3Arefund/disable").await;
+    let csrf = browser.csrf.clone().unwrap();
+    let seen = gateway
+        .state()
+        .app
+        .catalog
+        .snapshot()
+        .revision()
+        .to_string();
+    // Someone else changes the catalog meanwhile.
+    gateway
+        .admin_send(
+            reqwest::Method::POST,
+            "/admin/tools/billing:list_invoices/disable",
+            None,
+        )
+        .await
+        .expect(StatusCode::OK);
+    let page = browser
+        .post(
+            "/console/tools/billing%3Arefund/disable",
+            Some(&browser.origin()),
+            &[("csrf", &csrf), ("revision", &seen), ("reason", "r")],
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::PRECONDITION_FAILED);
+    assert!(
+        page.text.contains("changed by someone else"),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("Reload"));
+    assert!(gateway.state().app.catalog.snapshot().catalog().tools[1].enabled);
+}
+
+#[tokio::test]
+async fn sign_out_ends_the_session_on_the_server() {
+    let gateway = Gateway::start().await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    browser.get("/console/tools").await;
+    let csrf = browser.csrf.clone().unwrap();
+    let cookie = browser.cookie.clone().unwrap();
+    let page = browser
+        .post(
+            "/console/sign-out",
+            Some(&browser.origin()),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert!(
+        page.headers[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    assert!(gateway.state().console.is_empty());
+    // The old cookie replayed opens nothing.
+    browser.cookie = Some(cookie);
+    assert_eq!(
+        browser.get("/console/tools").await.status,
+        StatusCode::SEE_OTHER
+    );
+}
+
+#[tokio::test]
+async fn the_tools_page_and_the_admin_api_search_alike() {
+    let gateway = Gateway::start().await;
+    gateway.put_catalog(catalog()).await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let page = browser.get("/console/tools?q=REFUND").await;
+    assert!(page.text.contains("billing:refund"));
+    assert!(!page.text.contains("billing:list_invoices"));
+    let found = admin_get(&gateway, "/admin/tools?q=REFUND").await;
+    assert_eq!(strings(&found["data"], "id"), ["billing:refund"]);
+    let by_description = admin_get(&gateway, "/admin/tools?q=customer").await;
+    assert_eq!(
+        strings(&by_description["data"], "id"),
+        ["billing:list_invoices"]
+    );
+    let groups = admin_get(&gateway, "/admin/tools/billing:list_invoices/groups").await;
+    assert_eq!(strings(&groups["data"], "group_id"), ["g-all", "g-read"]);
+    assert_eq!(groups["data"][1]["via"], json!(["selectors[0]"]));
+    gateway
+        .admin_send(reqwest::Method::GET, "/admin/tools/nope/groups", None)
+        .await
+        .expect(StatusCode::NOT_FOUND);
+}
+
+async fn admin_get(gateway: &Gateway, path: &str) -> serde_json::Value {
+    gateway
+        .admin_send(reqwest::Method::GET, path, None)
+        .await
+        .expect(StatusCode::OK)
+        .json()
+}
+
+/// `key` of each object of the array `items`.
+fn strings(items: &serde_json::Value, key: &str) -> Vec<String> {
+    items
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|item| item[key].as_str().expect("a string").to_owned())
+        .collect()
+}
