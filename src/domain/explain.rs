@@ -12,7 +12,6 @@ use super::decide::{ClaimEvaluation, Decision};
 use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::{CompiledGroup, Snapshot};
 
-/// The whole story for one set of claims.
 /// One group a tool is a member of ([`Snapshot::groups_of_tool`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolMembership {
@@ -22,6 +21,7 @@ pub struct ToolMembership {
     pub via: Vec<String>,
 }
 
+/// The whole story for one set of claims.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     /// Every policy of the catalog, in evaluation order (priority, highest first); inactive

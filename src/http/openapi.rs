@@ -187,6 +187,7 @@ fn components() -> Components {
     collect::<bodies::Manifest>(&mut schemas);
     collect::<bodies::GroupMembers>(&mut schemas);
     collect::<bodies::ToolGroups>(&mut schemas);
+    collect::<bodies::ClaimSets>(&mut schemas);
     collect::<bodies::CatalogReplaced>(&mut schemas);
     collect::<bodies::AuditPage>(&mut schemas);
     collect::<bodies::Health>(&mut schemas);
@@ -283,6 +284,7 @@ fn paths() -> Paths {
         .path("/admin/tools/{id}/disable", admin_paths::toggle(false))
         .path("/admin/groups/{id}/tools", admin_paths::group_members())
         .path("/admin/tools/{id}/groups", admin_paths::tool_groups())
+        .path("/admin/claim-sets", admin_paths::claim_sets())
         .path("/admin/preview", admin_paths::preview())
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())

@@ -159,7 +159,7 @@ def main():
         # A write that loses a race: someone else changes the catalog after the page was shown.
         page.goto(BASE + "/console/tools/billing%3Arefund")
         page.get_by_role("button", name="Disable").click()
-        api("POST", "/admin/tools/billing:search/disable")
+        api("POST", "/admin/labels", {"id": "l-race", "name": "race"})
         page.get_by_label("Reason").fill("too late")
         page.get_by_role("button", name="Apply").click()
         expect(page.get_by_role("alert")).to_contain_text("changed by someone else")
@@ -178,6 +178,28 @@ def main():
         expect(page.get_by_role("alert")).to_contain_text("origin")
         server.shutdown()
         assert api("GET", "/admin/tools/billing:refund")["enabled"], "a forged write changes nothing"
+
+        # View as: the reader's tools (the disabled one only in the preview with hidden tools),
+        # and why not the others.
+        page.goto(BASE + "/console/tools")
+        page.get_by_role("link", name="View as", exact=True).click()
+        page.get_by_label("Claims (JSON)").fill('{"sub": "someone", "roles": ["reader"]}')
+        page.get_by_role("button", name="Preview").click()
+        granted = page.get_by_role("region", name="tools these claims get")
+        expect(granted.get_by_role("columnheader", name="Tool")).to_be_visible()
+        expect(granted.get_by_role("link", name="billing:search")).to_be_visible()
+        expect(granted.get_by_role("link", name="billing:list_invoices")).to_have_count(0)
+        page.get_by_label("Include disabled").check()
+        page.get_by_role("button", name="Preview").click()
+        row = granted.get_by_role("row").filter(has_text="billing:list_invoices")
+        expect(row).to_contain_text("disabled")
+        shot(page, "view-as")
+        page.get_by_role("row").filter(has_text="billing:refund").get_by_role(
+            "button", name="Why not?").click()
+        expect(page.get_by_role("status")).to_contain_text("no policy these claims match")
+        expect(page.get_by_role("status")).to_contain_text("'staff' (priority 0) would")
+        page.reload()
+        expect(page.get_by_role("status")).to_contain_text("no policy these claims match")
 
         # Sign out ends the session: the console asks to sign in again.
         page.goto(BASE + "/console/tools")

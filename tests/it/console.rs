@@ -412,6 +412,44 @@ async fn the_tools_page_and_the_admin_api_search_alike() {
         .expect(StatusCode::NOT_FOUND);
 }
 
+#[tokio::test]
+async fn the_claim_sets_served_recently_are_listed_as_projections_never_tokens() {
+    let gateway = Gateway::start().await;
+    gateway.put_catalog(catalog()).await;
+    let reader =
+        Gateway::token(json!({"sub": "agent-7", "email": "a@example.com", "roles": ["reader"]}));
+    gateway
+        .get("/agents/tools", &reader)
+        .await
+        .expect(StatusCode::OK);
+    let listed = admin_get(&gateway, "/admin/claim-sets").await;
+    assert_eq!(listed["count"], 1);
+    assert_eq!(
+        listed["data"][0]["claims"],
+        json!({"roles": ["reader"]}),
+        "what policies read"
+    );
+    assert!(listed["data"][0]["last_seen"].is_string());
+    let text = listed.to_string();
+    assert!(
+        !text.contains("agent-7") && !text.contains("a@example.com") && !text.contains(&reader)
+    );
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let page = browser
+        .get("/console/view-as?claims=%7B%22roles%22%3A%5B%22reader%22%5D%7D&why=billing%3Arefund")
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.text
+            .contains("no policy these claims match allows its groups (g-all)"),
+        "{}",
+        page.text
+    );
+    let bad = browser.get("/console/view-as?claims=%5B1%5D").await;
+    assert!(bad.text.contains("must be a JSON object"), "{}", bad.text);
+}
+
 async fn admin_get(gateway: &Gateway, path: &str) -> serde_json::Value {
     gateway
         .admin_send(reqwest::Method::GET, path, None)

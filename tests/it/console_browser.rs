@@ -2,7 +2,7 @@
 //! (`tests/console/drive.py`, installed in `.venv-console` by scripts/test.sh), by the accessible
 //! names CONSOLE.md fixes: sign-in refusals, keyboard-only sign-in, search, a disable with a
 //! reason whose impact is shown before Apply, a conflicting write, a write from another origin,
-//! sign-out, and no request to any other origin. Here: the disable reaches an agent's open SSE
+//! View as with `Why not?`, sign-out, and no request to any other origin. Here: the disable reaches an agent's open SSE
 //! stream.
 //!
 //! `TOOLGATE_SCREENSHOTS=<dir>` saves the main pages' screenshots there (docs/ holds the
@@ -31,10 +31,14 @@ fn catalog() -> serde_json::Value {
             {"source_id": "billing", "operation_id": "refund", "name": "refund",
              "description": "Refunds a payment", "method": "POST"}
         ],
-        "groups": [{"id": "g-read", "name": "reads", "selectors": [{"method_pattern": "GET"}]}],
+        "groups": [{"id": "g-read", "name": "reads", "selectors": [{"method_pattern": "GET"}]},
+                   {"id": "g-all", "name": "all", "selectors": [{}]}],
         "policies": [{"id": "p-read", "name": "readers", "allowed_group_ids": ["g-read"],
                       "claim_matchers": [{"json_path": "roles", "operator": "contains",
-                                          "value": "reader"}]}]
+                                          "value": "reader"}]},
+                     {"id": "p-staff", "name": "staff", "allowed_group_ids": ["g-all"],
+                      "claim_matchers": [{"json_path": "roles", "operator": "contains",
+                                          "value": "staff"}]}]
     })
 }
 

@@ -109,3 +109,21 @@ pub(super) async fn tool_groups(
         snapshot.revision(),
     ))
 }
+
+/// `GET /admin/claim-sets`: the claim sets this instance served in the last 24 hours, as their
+/// projections onto the claims policies read (never tokens), most recently seen first; what an
+/// impact preview compares.
+pub(super) async fn claim_sets(State(state): State<AppState>, _admin: Admin) -> Response {
+    let snapshot = state.app.catalog.snapshot();
+    let recent = state
+        .app
+        .manifests
+        .seen()
+        .recent(chrono::Utc::now(), snapshot.read_paths());
+    let data: Vec<_> = recent
+        .iter()
+        .map(|seen| json!({"claims": &*seen.claims, "last_seen": seen.last_seen}))
+        .collect();
+    let body = json!({"data": data, "count": data.len(), "revision": snapshot.revision()});
+    with_revision(Json(body).into_response(), snapshot.revision())
+}

@@ -11,7 +11,7 @@
 //!   origin and anti-CSRF checks on every write.
 //! - [`html`]: HTML answers that need no session (the head, the error page); [`page`]: the
 //!   shell of a signed-in page (navigation, sign-out) and errors shown in it.
-//! - [`sign_in`], [`tools`], [`impact`]: the pages.
+//! - [`sign_in`], [`tools`], [`impact`], [`view_as`]: the pages.
 //!
 //! Console routes are not in [`super::routes::ROUTES`]: that table is the JSON API the OpenAPI
 //! document describes; these are HTML for people, and each one a console test drives.
@@ -24,6 +24,7 @@ mod page;
 pub mod session;
 mod sign_in;
 mod tools;
+mod view_as;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, header};
@@ -57,6 +58,7 @@ pub fn routes() -> Router<AppState> {
             "/console/tools/{id}/enable",
             get(tools::confirm_enable).post(tools::enable),
         )
+        .route("/console/view-as", get(view_as::page))
         .route("/console/{*rest}", get(html::not_found))
         .layer(axum::middleware::map_response(security_headers))
 }

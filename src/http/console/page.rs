@@ -13,20 +13,23 @@ use crate::http::errors::ApiError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Nav {
     Tools,
+    ViewAs,
 }
 
 impl Nav {
-    const ALL: [Nav; 1] = [Nav::Tools];
+    const ALL: [Nav; 2] = [Nav::Tools, Nav::ViewAs];
 
     const fn name(self) -> &'static str {
         match self {
             Nav::Tools => "Tools",
+            Nav::ViewAs => "View as",
         }
     }
 
     const fn href(self) -> &'static str {
         match self {
             Nav::Tools => "/console/tools",
+            Nav::ViewAs => "/console/view-as",
         }
     }
 }

@@ -132,6 +132,28 @@ pub(super) fn tool_groups() -> PathItem {
     ))
 }
 
+/// `GET /admin/claim-sets`.
+pub(super) fn claim_sets() -> PathItem {
+    get(problems(
+        admin_operation(
+            "list_claim_sets",
+            "preview",
+            "The claim sets served recently",
+            "Each distinct claim set this instance served in the last 24 hours, as its \
+             projection onto the claims the policies read (never a token), most recently seen \
+             first: the identities an impact preview compares.",
+        )
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The claim sets.")
+                .content(JSON, json_content(schema_ref::<bodies::ClaimSets>()))
+                .header(REVISION_HEADER.as_str(), revision_header()),
+        ),
+        &[],
+    ))
+}
+
 pub(super) fn preview() -> PathItem {
     let operation = admin_operation(
         "preview_manifest",

@@ -91,6 +91,23 @@ pub(super) struct ToolGroups {
     revision: u64,
 }
 
+/// `GET /admin/claim-sets`: the claim sets served recently.
+#[derive(Serialize, ToSchema)]
+pub(super) struct ClaimSets {
+    data: Vec<SeenClaimSet>,
+    count: usize,
+    revision: u64,
+}
+
+/// One claim set served recently.
+#[derive(Serialize, ToSchema)]
+pub(super) struct SeenClaimSet {
+    /// The claims the policies read, as this instance remembers them.
+    claims: serde_json::Map<String, Value>,
+    /// RFC 3339.
+    last_seen: String,
+}
+
 /// `PUT /admin/catalog`: the revision the replacement produced and what the catalog now holds.
 #[derive(Serialize, ToSchema)]
 pub(super) struct CatalogReplaced {
