@@ -102,6 +102,12 @@ impl Manifests {
         &self.seen
     }
 
+    /// The distinct claim sets served in the last 24 hours as `snapshot`'s policies read them,
+    /// most recently seen first (`GET /admin/claim-sets`, the console's View as).
+    pub fn recent_claim_sets(&self, snapshot: &Snapshot) -> Vec<crate::service::seen::Seen> {
+        self.seen.recent(chrono::Utc::now(), snapshot.read_paths())
+    }
+
     /// The key of the manifest for `claims` and `options` at `snapshot`.
     pub fn key(&self, snapshot: &Snapshot, claims: &Claims, options: ManifestOptions) -> CacheKey {
         CacheKey::new(snapshot, &self.admin_paths, claims, options)

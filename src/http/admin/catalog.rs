@@ -115,11 +115,7 @@ pub(super) async fn tool_groups(
 /// impact preview compares.
 pub(super) async fn claim_sets(State(state): State<AppState>, _admin: Admin) -> Response {
     let snapshot = state.app.catalog.snapshot();
-    let recent = state
-        .app
-        .manifests
-        .seen()
-        .recent(chrono::Utc::now(), snapshot.read_paths());
+    let recent = state.app.manifests.recent_claim_sets(&snapshot);
     let data: Vec<_> = recent
         .iter()
         .map(|seen| json!({"claims": &*seen.claims, "last_seen": seen.last_seen}))

@@ -62,11 +62,7 @@ pub(super) async fn page(
     Query(params): Query<ViewAsParams>,
 ) -> Response {
     let snapshot = state.app.catalog.snapshot();
-    let recent = state
-        .app
-        .manifests
-        .seen()
-        .recent(chrono::Utc::now(), snapshot.read_paths());
+    let recent = state.app.manifests.recent_claim_sets(&snapshot);
     let recent: Vec<(String, String)> = recent
         .iter()
         .map(|seen| {
