@@ -208,9 +208,14 @@ pub struct AuditQuery {
     pub since: Option<DateTime<Utc>>,
     /// Exclusive.
     pub until: Option<DateTime<Utc>>,
-    /// Only records with `seq` greater than this (the cursor of the previous page).
+    /// Only records with `seq` greater than this (the cursor of the previous page, oldest
+    /// first).
     pub after_seq: Option<u64>,
-    /// At most this many records, oldest first.
+    /// Only records with `seq` less than this (the cursor of the previous page, newest first).
+    pub before_seq: Option<u64>,
+    /// Newest first (by `seq`, descending) rather than oldest first.
+    pub newest_first: bool,
+    /// At most this many records.
     pub limit: usize,
 }
 

@@ -201,6 +201,26 @@ def main():
         page.reload()
         expect(page.get_by_role("status")).to_contain_text("no policy these claims match")
 
+        # Audit: newest first, the disable with its reason as a readable difference, filtered.
+        page.get_by_role("link", name="Audit", exact=True).click()
+        for header in ("When", "Actor", "Action", "Entity", "Change"):
+            expect(page.get_by_role("columnheader", name=header, exact=True)).to_be_visible()
+        first = page.get_by_role("row").nth(1)
+        expect(first).to_contain_text("labels")  # the race's write is the newest
+        disabled = page.get_by_role("row").filter(has_text="billing:list_invoices").first
+        expect(disabled).to_contain_text("disable")
+        expect(disabled).to_contain_text("enabled: true → false")
+        expect(disabled).to_contain_text('disabled_reason: + "maintenance window"')
+        page.get_by_label("Entity").select_option("tools")
+        page.get_by_label("Actor").fill("someone-else")
+        page.get_by_role("button", name="Filter").click()
+        expect(page.get_by_text("No change matches.")).to_be_visible()
+        page.get_by_label("Actor").fill("admin-1")
+        page.get_by_role("button", name="Filter").click()
+        expect(page.get_by_role("row").filter(has_text="billing:list_invoices").first).to_be_visible()
+        expect(page.get_by_role("row").filter(has_text="labels")).to_have_count(0)
+        shot(page, "audit")
+
         # Sign out ends the session: the console asks to sign in again.
         page.goto(BASE + "/console/tools")
         page.get_by_role("button", name="Sign out").click()

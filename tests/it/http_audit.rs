@@ -343,3 +343,41 @@ async fn a_full_page_of_the_largest_size_has_a_next_cursor() {
     assert_eq!(rest["count"], json!(1));
     assert_eq!(rest["next_cursor"], Value::Null);
 }
+
+#[tokio::test]
+async fn newest_first_pages_back_through_the_log_with_its_cursor() {
+    let gateway = Gateway::start().await;
+    for i in 0..5 {
+        gateway
+            .admin_send(
+                Method::POST,
+                "/admin/labels",
+                Some(json!({"id": format!("l-{i}"), "name": format!("label {i}")})),
+            )
+            .await
+            .expect(StatusCode::CREATED);
+    }
+    let oldest: Vec<String> = all_records(&gateway, "?entity=labels", 2)
+        .await
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_owned())
+        .collect();
+    let mut newest: Vec<String> = all_records(&gateway, "?entity=labels&order=newest", 2)
+        .await
+        .iter()
+        .map(|r| r["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(oldest, ["l-0", "l-1", "l-2", "l-3", "l-4"]);
+    newest.reverse();
+    assert_eq!(newest, oldest, "the same records, the other way round");
+    let refused = gateway
+        .admin_send(Method::GET, "/admin/audit?order=sideways", None)
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    assert!(
+        refused.problem(400)["detail"]
+            .as_str()
+            .unwrap()
+            .contains("oldest or newest")
+    );
+}

@@ -41,6 +41,7 @@ macro_rules! tests_for {
             audit_filters_by_entity_id_and_actor,
             audit_filters_by_time_range,
             audit_pages_with_a_cursor_and_a_limit,
+            audit_pages_newest_first_with_a_cursor,
             audit_limit_zero_means_the_default_and_large_limits_are_capped,
         );
     };
@@ -409,6 +410,42 @@ pub async fn audit_pages_with_a_cursor_and_a_limit(store: Arc<dyn CatalogStore>)
         );
     }
     assert_eq!(pages, [vec!["req-0", "req-2"], vec!["req-4"]]);
+}
+
+pub async fn audit_pages_newest_first_with_a_cursor(store: Arc<dyn CatalogStore>) {
+    six_records(&*store).await;
+    let mut pages = Vec::new();
+    let mut before_seq = None;
+    loop {
+        let query = AuditQuery {
+            actor: Some("alice".to_owned()),
+            before_seq,
+            newest_first: true,
+            limit: 2,
+            ..AuditQuery::default()
+        };
+        let page = store.audit(query).await.expect("audit");
+        let Some(last) = page.last() else { break };
+        before_seq = Some(last.seq);
+        pages.push(
+            page.iter()
+                .filter_map(|r| r.request_id.clone())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(pages, [vec!["req-4", "req-2"], vec!["req-0"]]);
+    // Both cursors at once: the records between them.
+    let all = all_audit(&*store).await;
+    let between = AuditQuery {
+        after_seq: Some(all[0].seq),
+        before_seq: Some(all[5].seq),
+        newest_first: true,
+        ..AuditQuery::default()
+    };
+    assert_eq!(
+        request_ids(&*store, between).await,
+        ["req-4", "req-3", "req-2", "req-1"]
+    );
 }
 
 pub async fn audit_limit_zero_means_the_default_and_large_limits_are_capped(

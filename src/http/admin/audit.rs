@@ -18,7 +18,7 @@ use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, QueryPairs};
 use crate::store::{AuditQuery, AuditRecord, CatalogStore, StoreError, Subject};
 
-pub(super) async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     _admin: Admin,
     QueryPairs(pairs): QueryPairs,
@@ -27,6 +27,7 @@ pub(super) async fn list(
         limit: 100,
         ..AuditQuery::default()
     };
+    let mut cursor: Option<u64> = None;
     for (key, value) in pairs {
         match key.as_str() {
             "entity" => query.entity = Some(subject(&value)?),
@@ -35,9 +36,20 @@ pub(super) async fn list(
             "since" => query.since = Some(timestamp(&key, &value)?),
             "until" => query.until = Some(timestamp(&key, &value)?),
             "cursor" => {
-                query.after_seq = Some(value.parse().map_err(|_| {
+                cursor = Some(value.parse().map_err(|_| {
                     ApiError::Malformed(format!("cursor '{value}' is not one this endpoint issued"))
                 })?)
+            }
+            "order" => {
+                query.newest_first = match value.as_str() {
+                    "oldest" => false,
+                    "newest" => true,
+                    _ => {
+                        return Err(ApiError::Malformed(format!(
+                            "order must be oldest or newest, found '{value}'"
+                        )));
+                    }
+                }
             }
             "limit" => {
                 query.limit = value
@@ -53,11 +65,29 @@ pub(super) async fn list(
             }
             other => {
                 return Err(ApiError::Malformed(format!(
-                    "unknown filter '{other}'; expected entity, id, actor, since, until, cursor, limit"
+                    "unknown filter '{other}'; expected entity, id, actor, since, until, order, \
+                     cursor, limit"
                 )));
             }
         }
     }
+    // A cursor is the last record's `seq`: the next page starts past it in the listing order.
+    if query.newest_first {
+        query.before_seq = cursor;
+    } else {
+        query.after_seq = cursor;
+    }
+    let (records, next_cursor) = records(&state, query).await?;
+    let body = json!({"data": records, "count": records.len(), "next_cursor": next_cursor});
+    Ok(Json(body).into_response())
+}
+
+/// The records of `query`, secrets masked, and the cursor of the next page when more match:
+/// what the API and the console's Audit page list.
+pub(crate) async fn records(
+    state: &AppState,
+    query: AuditQuery,
+) -> Result<(Vec<AuditRecord>, Option<String>), ApiError> {
     let (mut records, next_cursor) = page(state.app.catalog.store().as_ref(), query).await?;
     // Records written before sources' secrets were masked on the way in are masked here.
     for record in records.iter_mut().filter(|r| r.entity == Subject::Sources) {
@@ -68,8 +98,7 @@ pub(super) async fn list(
             secrets::mask_source_json(side);
         }
     }
-    let body = json!({"data": records, "count": records.len(), "next_cursor": next_cursor});
-    Ok(Json(body).into_response())
+    Ok((records, next_cursor))
 }
 
 /// The records of `query` and, when more match after them, the cursor of the next page.
@@ -81,10 +110,18 @@ async fn page(
     let Some(last) = records.last().filter(|_| records.len() == query.limit) else {
         return Ok((records, None));
     };
-    let probe = AuditQuery {
-        after_seq: Some(last.seq),
-        limit: 1,
-        ..query
+    let probe = if query.newest_first {
+        AuditQuery {
+            before_seq: Some(last.seq),
+            limit: 1,
+            ..query
+        }
+    } else {
+        AuditQuery {
+            after_seq: Some(last.seq),
+            limit: 1,
+            ..query
+        }
     };
     let more = !store.audit(probe).await?.is_empty();
     let cursor = more.then(|| last.seq.to_string());

@@ -1,7 +1,7 @@
 //! The admin API (`/admin/...`): entity CRUD, tool toggles, group members, preview with
 //! explanation, the whole catalog, the audit log. Every route requires the admin rule.
 
-mod audit;
+pub(crate) mod audit;
 mod catalog;
 mod conditional;
 mod crud;

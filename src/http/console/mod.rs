@@ -11,12 +11,13 @@
 //!   origin and anti-CSRF checks on every write.
 //! - [`html`]: HTML answers that need no session (the head, the error page); [`page`]: the
 //!   shell of a signed-in page (navigation, sign-out) and errors shown in it.
-//! - [`sign_in`], [`tools`], [`impact`], [`view_as`]: the pages.
+//! - [`sign_in`], [`tools`], [`impact`], [`view_as`], [`audit`]: the pages.
 //!
 //! Console routes are not in [`super::routes::ROUTES`]: that table is the JSON API the OpenAPI
 //! document describes; these are HTML for people, and each one a console test drives.
 
 mod assets;
+mod audit;
 mod form;
 mod html;
 mod impact;
@@ -59,6 +60,7 @@ pub fn routes() -> Router<AppState> {
             get(tools::confirm_enable).post(tools::enable),
         )
         .route("/console/view-as", get(view_as::page))
+        .route("/console/audit", get(audit::page))
         .route("/console/{*rest}", get(html::not_found))
         .layer(axum::middleware::map_response(security_headers))
 }

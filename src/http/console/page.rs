@@ -14,15 +14,17 @@ use crate::http::errors::ApiError;
 pub(super) enum Nav {
     Tools,
     ViewAs,
+    Audit,
 }
 
 impl Nav {
-    const ALL: [Nav; 2] = [Nav::Tools, Nav::ViewAs];
+    const ALL: [Nav; 3] = [Nav::Tools, Nav::ViewAs, Nav::Audit];
 
     const fn name(self) -> &'static str {
         match self {
             Nav::Tools => "Tools",
             Nav::ViewAs => "View as",
+            Nav::Audit => "Audit",
         }
     }
 
@@ -30,6 +32,7 @@ impl Nav {
         match self {
             Nav::Tools => "/console/tools",
             Nav::ViewAs => "/console/view-as",
+            Nav::Audit => "/console/audit",
         }
     }
 }

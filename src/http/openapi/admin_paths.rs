@@ -268,7 +268,13 @@ pub(super) fn catalog() -> PathItem {
 }
 
 /// The filters of `GET /admin/audit`: name, schema, description.
-fn audit_filters() -> [(&'static str, RefOr<Schema>, &'static str); 5] {
+fn audit_filters() -> [(&'static str, RefOr<Schema>, &'static str); 6] {
+    let order_schema = || {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["oldest", "newest"]))
+            .into()
+    };
     let time = || {
         ObjectBuilder::new()
             .schema_type(Type::String)
@@ -299,6 +305,11 @@ fn audit_filters() -> [(&'static str, RefOr<Schema>, &'static str); 5] {
             "Only changes at or after this time (RFC 3339).",
         ),
         ("until", time(), "Only changes before this time (RFC 3339)."),
+        (
+            "order",
+            order_schema(),
+            "`oldest` (the default) or `newest` first; a cursor continues in its page's order.",
+        ),
     ]
 }
 
@@ -307,7 +318,7 @@ pub(super) fn audit() -> PathItem {
         "list_audit_records",
         "audit",
         "The change log",
-        "Every change with its actor and the entity before and after, oldest first.",
+        "Every change with its actor and the entity before and after, oldest first (or newest first).",
     )
     .parameter(limit_parameter())
     .parameter(cursor_parameter());

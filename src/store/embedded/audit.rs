@@ -10,17 +10,23 @@ use super::error::During;
 use super::tables::{self, AUDIT};
 use crate::store::{AuditQuery, AuditRecord, StoreError};
 
-/// The records matching `query`, oldest first, at most [`AuditQuery::effective_limit`].
+/// The records matching `query`, in its order, at most [`AuditQuery::effective_limit`].
 pub(super) fn list(db: &Database, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
     let limit = query.effective_limit();
     let txn = db.begin_read().during("starting a read of the audit log")?;
     let log = txn.open_table(AUDIT).during("opening table `audit`")?;
-    let after = query.after_seq.unwrap_or(0);
+    let after = Bound::Excluded(query.after_seq.unwrap_or(0));
+    let before = query.before_seq.map_or(Bound::Unbounded, Bound::Excluded);
+    let range = log
+        .range((after, before))
+        .during("scanning the audit log")?;
+    let rows: Box<dyn Iterator<Item = _>> = if query.newest_first {
+        Box::new(range.rev())
+    } else {
+        Box::new(range)
+    };
     let mut found = Vec::new();
-    for row in log
-        .range((Bound::Excluded(after), Bound::Unbounded))
-        .during("scanning the audit log")?
-    {
+    for row in rows {
         if found.len() >= limit {
             break;
         }

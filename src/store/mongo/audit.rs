@@ -9,7 +9,7 @@ use super::documents::{self, AUDIT, at_ns, int64};
 use super::error::During;
 use crate::store::{AuditQuery, AuditRecord, StoreError};
 
-/// The records matching `query`, oldest first, at most [`AuditQuery::effective_limit`].
+/// The records matching `query`, in its order, at most [`AuditQuery::effective_limit`].
 pub(super) async fn list(
     db: &Database,
     query: &AuditQuery,
@@ -19,7 +19,7 @@ pub(super) async fn list(
     let mut cursor = db
         .collection::<Document>(AUDIT)
         .find(filter(query))
-        .sort(doc! {"seq": 1})
+        .sort(doc! {"seq": if query.newest_first { -1 } else { 1 }})
         .limit(i64::try_from(limit).unwrap_or(i64::MAX))
         .await
         .during(doing)?;
@@ -33,7 +33,11 @@ pub(super) async fn list(
 
 /// The server-side filter for every field of `query` but the limit.
 fn filter(query: &AuditQuery) -> Document {
-    let mut filter = doc! {"seq": {"$gt": int64(query.after_seq.unwrap_or(0))}};
+    let mut seq = doc! {"$gt": int64(query.after_seq.unwrap_or(0))};
+    if let Some(before) = query.before_seq {
+        seq.insert("$lt", int64(before));
+    }
+    let mut filter = doc! {"seq": seq};
     if let Some(entity) = query.entity {
         filter.insert("entity", entity.as_str());
     }
