@@ -94,9 +94,9 @@ mod tests {
             ],
             "tools": [
                 {"id": "t1", "source_id": "s1", "operation_id": "a", "name": "a", "method": "GET",
-                 "tags": ["read-only"], "label_ids": ["l1"]},
+                 "tags": ["read-only"], "label_ids": ["l1"], "description": "Reads Customers"},
                 {"id": "t2", "source_id": "s2", "operation_id": "b", "name": "b", "method": "POST",
-                 "enabled": false, "deprecated": true}
+                 "enabled": false, "deprecated": true, "description": "Écrit une facture"}
             ],
             "labels": [{"id": "l1", "name": "pii"}, {"id": "l2", "name": "finance"}],
             "groups": [{"id": "g1", "name": "read"}, {"id": "g2", "name": "write", "active": false}],
@@ -155,6 +155,10 @@ mod tests {
             (EntityKind::Sources, "name", "crm", &["s1"], kept::<Source>),
             (EntityKind::Tools, "source_id", "s2", &["t2"], kept::<Tool>),
             (EntityKind::Tools, "enabled", "false", &["t2"], kept::<Tool>),
+            (EntityKind::Tools, "q", "CUSTOMER", &["t1"], kept::<Tool>),
+            (EntityKind::Tools, "q", "T2", &["t2"], kept::<Tool>),
+            (EntityKind::Tools, "q", "écrit", &["t2"], kept::<Tool>),
+            (EntityKind::Tools, "q", "nowhere", &[], kept::<Tool>),
             (
                 EntityKind::Tools,
                 "deprecated",
