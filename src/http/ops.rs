@@ -72,6 +72,10 @@ async fn metrics(State(state): State<AppState>) -> Response {
 }
 
 pub(super) async fn not_found(uri: axum::http::Uri) -> Response {
+    // Under the console, a page for people, with the console's headers.
+    if uri.path().starts_with("/console/") {
+        return super::console::not_found().await;
+    }
     ApiError::NotFound(format!("no route for {}", uri.path())).into_response()
 }
 

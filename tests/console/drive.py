@@ -221,6 +221,44 @@ def main():
         expect(page.get_by_role("row").filter(has_text="labels")).to_have_count(0)
         shot(page, "audit")
 
+        # Groups: edit one as JSON; the impact first, then Apply.
+        page.get_by_role("link", name="Groups", exact=True).click()
+        for header in ("Group", "Name", "Active", "Members"):
+            expect(page.get_by_role("columnheader", name=header, exact=True)).to_be_visible()
+        page.get_by_role("link", name="g-read").click()
+        editor = page.get_by_label("Definition (JSON)")
+        group = json.loads(editor.input_value())
+        group["excluded_tool_ids"] = ["billing:search"]
+        editor.fill(json.dumps(group, indent=2))
+        page.get_by_role("button", name="Preview changes").click()
+        expect(page.get_by_role("region", name="Impact")).to_contain_text("billing:search")
+        assert "billing:search" not in api("GET", "/admin/groups/g-read")["excluded_tool_ids"]
+        shot(page, "group-impact")
+        page.get_by_role("button", name="Apply").click()
+        expect(page.get_by_role("status")).to_contain_text("Saved")
+        assert api("GET", "/admin/groups/g-read")["excluded_tool_ids"] == ["billing:search"]
+        # An edit that is not valid is refused with the field at fault; nothing is written.
+        editor = page.get_by_label("Definition (JSON)")
+        group = json.loads(editor.input_value())
+        group["allowed_nothing"] = 1
+        editor.fill(json.dumps(group))
+        page.get_by_role("button", name="Preview changes").click()
+        expect(page.get_by_role("alert")).to_contain_text("allowed_nothing")
+
+        # Policies in the order they are evaluated; Sources with their import status; Labels.
+        page.get_by_role("link", name="Policies", exact=True).click()
+        rows = page.get_by_role("row")
+        expect(rows.nth(1)).to_contain_text("p-read")
+        for header in ("Policy", "Priority"):
+            expect(page.get_by_role("columnheader", name=header, exact=True)).to_be_visible()
+        page.get_by_role("link", name="Sources", exact=True).click()
+        page.get_by_role("link", name="billing").click()
+        expect(page.get_by_role("heading", name="Import status")).to_be_visible()
+        page.get_by_role("button", name="Refresh").click()
+        expect(page.get_by_role("alert")).to_contain_text("manual")
+        page.get_by_role("link", name="Labels", exact=True).click()
+        expect(page.get_by_role("link", name="l-race")).to_be_visible()
+
         # Sign out ends the session: the console asks to sign in again.
         page.goto(BASE + "/console/tools")
         page.get_by_role("button", name="Sign out").click()

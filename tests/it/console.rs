@@ -152,6 +152,7 @@ async fn every_console_answer_carries_the_security_headers() {
         "/console/assets/console.css",
         "/console/assets/console.js",
         "/console/nowhere",
+        "/console/a/b/c/d",
         "/console/tools",
     ] {
         let page = browser.get(path).await;

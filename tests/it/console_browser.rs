@@ -33,7 +33,7 @@ fn catalog() -> serde_json::Value {
         ],
         "groups": [{"id": "g-read", "name": "reads", "selectors": [{"method_pattern": "GET"}]},
                    {"id": "g-all", "name": "all", "selectors": [{}]}],
-        "policies": [{"id": "p-read", "name": "readers", "allowed_group_ids": ["g-read"],
+        "policies": [{"id": "p-read", "name": "readers", "allowed_group_ids": ["g-read"], "priority": 10,
                       "claim_matchers": [{"json_path": "roles", "operator": "contains",
                                           "value": "reader"}]},
                      {"id": "p-staff", "name": "staff", "allowed_group_ids": ["g-all"],

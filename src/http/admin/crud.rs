@@ -32,7 +32,7 @@ const MAX_LIMIT: usize = 1000;
 
 /// An entity kind the admin API serves: its commands, and its schema in `/openapi.json`
 /// (derived at this edge, not in the domain).
-pub(super) trait AdminEntity: CatalogEntity {
+pub(crate) trait AdminEntity: CatalogEntity {
     type Schema: utoipa::ToSchema;
 }
 
@@ -228,7 +228,7 @@ async fn delete<E: AdminEntity>(
 /// A create or replace body as the entity: another shape the entity may be written in (a
 /// seed's tool descriptor) becomes the entity's own, then it is read as any body is, with the
 /// same field paths on errors.
-fn entity_from<E: AdminEntity>(mut body: Value) -> Result<E, ApiError> {
+pub(crate) fn entity_from<E: AdminEntity>(mut body: Value) -> Result<E, ApiError> {
     E::prepare_body(&mut body).map_err(ApiError::Invalid)?;
     let bytes = serde_json::to_vec(&body)
         .map_err(|e| ApiError::Internal(format!("a JSON value does not serialise: {e}")))?;

@@ -4,7 +4,7 @@
 pub(crate) mod audit;
 mod catalog;
 mod conditional;
-mod crud;
+pub(crate) mod crud;
 pub(crate) mod impact;
 pub(crate) mod preview;
 pub(crate) mod refresh;

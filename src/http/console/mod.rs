@@ -11,13 +11,15 @@
 //!   origin and anti-CSRF checks on every write.
 //! - [`html`]: HTML answers that need no session (the head, the error page); [`page`]: the
 //!   shell of a signed-in page (navigation, sign-out) and errors shown in it.
-//! - [`sign_in`], [`tools`], [`impact`], [`view_as`], [`audit`]: the pages.
+//! - [`sign_in`], [`tools`], [`entities`] (groups, policies, sources, labels), [`impact`],
+//!   [`view_as`], [`audit`]: the pages.
 //!
 //! Console routes are not in [`super::routes::ROUTES`]: that table is the JSON API the OpenAPI
 //! document describes; these are HTML for people, and each one a console test drives.
 
 mod assets;
 mod audit;
+mod entities;
 mod form;
 mod html;
 mod impact;
@@ -61,8 +63,25 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/console/view-as", get(view_as::page))
         .route("/console/audit", get(audit::page))
-        .route("/console/{*rest}", get(html::not_found))
+        .route(
+            "/console/sources/{id}/refresh",
+            axum::routing::post(entities::refresh),
+        )
+        .route("/console/{collection}", get(entities::list))
+        .route(
+            "/console/{collection}/{id}",
+            get(entities::show).post(entities::apply),
+        )
+        .route(
+            "/console/{collection}/{id}/preview",
+            post(entities::preview),
+        )
         .layer(axum::middleware::map_response(security_headers))
+}
+
+/// The console's 404 (any path under `/console/` that no route serves), with its headers.
+pub async fn not_found() -> Response {
+    security_headers(html::not_found().await).await
 }
 
 async fn security_headers(mut response: Response) -> Response {

@@ -13,16 +13,32 @@ use crate::http::errors::ApiError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Nav {
     Tools,
+    Groups,
+    Policies,
+    Sources,
+    Labels,
     ViewAs,
     Audit,
 }
 
 impl Nav {
-    const ALL: [Nav; 3] = [Nav::Tools, Nav::ViewAs, Nav::Audit];
+    const ALL: [Nav; 7] = [
+        Nav::Tools,
+        Nav::Groups,
+        Nav::Policies,
+        Nav::Sources,
+        Nav::Labels,
+        Nav::ViewAs,
+        Nav::Audit,
+    ];
 
     const fn name(self) -> &'static str {
         match self {
             Nav::Tools => "Tools",
+            Nav::Groups => "Groups",
+            Nav::Policies => "Policies",
+            Nav::Sources => "Sources",
+            Nav::Labels => "Labels",
             Nav::ViewAs => "View as",
             Nav::Audit => "Audit",
         }
@@ -31,6 +47,10 @@ impl Nav {
     const fn href(self) -> &'static str {
         match self {
             Nav::Tools => "/console/tools",
+            Nav::Groups => "/console/groups",
+            Nav::Policies => "/console/policies",
+            Nav::Sources => "/console/sources",
+            Nav::Labels => "/console/labels",
             Nav::ViewAs => "/console/view-as",
             Nav::Audit => "/console/audit",
         }
