@@ -188,6 +188,7 @@ fn components() -> Components {
     collect::<bodies::GroupMembers>(&mut schemas);
     collect::<bodies::ToolGroups>(&mut schemas);
     collect::<bodies::ClaimSets>(&mut schemas);
+    collect::<bodies::Live>(&mut schemas);
     collect::<bodies::CatalogReplaced>(&mut schemas);
     collect::<bodies::AuditPage>(&mut schemas);
     collect::<bodies::Health>(&mut schemas);
@@ -285,6 +286,7 @@ fn paths() -> Paths {
         .path("/admin/groups/{id}/tools", admin_paths::group_members())
         .path("/admin/tools/{id}/groups", admin_paths::tool_groups())
         .path("/admin/claim-sets", admin_paths::claim_sets())
+        .path("/admin/live", admin_paths::live())
         .path("/admin/preview", admin_paths::preview())
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())

@@ -79,6 +79,7 @@ pub const ROUTES: &[Route] = &[
     token("/admin/groups/{id}/tools", &["get"]),
     token("/admin/tools/{id}/groups", &["get"]),
     token("/admin/claim-sets", &["get"]),
+    token("/admin/live", &["get"]),
     token("/admin/preview", &["post"]),
     token("/admin/impact", &["post"]),
     token("/admin/catalog", &["get", "put"]),

@@ -259,6 +259,18 @@ def main():
         page.get_by_role("link", name="Labels", exact=True).click()
         expect(page.get_by_role("link", name="l-race")).to_be_visible()
 
+        # Live: the agent's open stream, and a change reaching it, shown without a reload.
+        page.get_by_role("link", name="Live", exact=True).click()
+        watched = page.get_by_role("region", name="Manifests being watched")
+        expect(watched).to_contain_text('{"roles":["reader"]}')
+        page.evaluate("window.stillHere = true")
+        revision = api("POST", "/admin/tools/billing:list_invoices/enable")
+        latest = api("GET", "/admin/live")["revision"]
+        notifications = page.get_by_role("region", name="Last notifications")
+        expect(notifications.get_by_role("row").nth(1)).to_contain_text(str(latest), timeout=2000)
+        assert page.evaluate("window.stillHere === true"), "the page was reloaded"
+        shot(page, "live")
+
         # Sign out ends the session: the console asks to sign in again.
         page.goto(BASE + "/console/tools")
         page.get_by_role("button", name="Sign out").click()

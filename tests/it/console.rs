@@ -451,6 +451,89 @@ async fn the_claim_sets_served_recently_are_listed_as_projections_never_tokens()
     assert!(bad.text.contains("must be a JSON object"), "{}", bad.text);
 }
 
+#[tokio::test]
+async fn the_live_view_groups_streams_by_manifest_and_counts_what_a_change_reached() {
+    let gateway = Gateway::start().await;
+    gateway.put_catalog(catalog()).await;
+    let token = |sub: &str| Gateway::token(json!({"sub": sub, "roles": ["reader"]}));
+    let mut streams = Vec::new();
+    for sub in ["agent-1", "agent-1", "agent-2"] {
+        let mut stream =
+            support::sse::SseClient::connect(&gateway, "/agents/tools/stream", &token(sub)).await;
+        stream.event(std::time::Duration::from_secs(5)).await;
+        streams.push(stream);
+    }
+    let live = admin_get(&gateway, "/admin/live").await;
+    assert_eq!(live["sse"], 3);
+    assert_eq!(live["manifests"].as_array().unwrap().len(), 1, "{live}");
+    let manifest = &live["manifests"][0];
+    assert_eq!(manifest["claims"], json!({"roles": ["reader"]}));
+    assert_eq!(
+        (
+            manifest["sse"].clone(),
+            manifest["identities"].clone(),
+            manifest["tools"].clone()
+        ),
+        (json!(3), json!(2), json!(1))
+    );
+    assert!(
+        !live.to_string().contains("agent-1"),
+        "never a subject or token"
+    );
+    // A change to their manifest reaches the three streams; one elsewhere reaches none.
+    gateway
+        .admin_send(
+            reqwest::Method::POST,
+            "/admin/tools/billing:list_invoices/disable",
+            None,
+        )
+        .await
+        .expect(StatusCode::OK);
+    for stream in &mut streams {
+        stream.event(std::time::Duration::from_secs(5)).await;
+    }
+    gateway
+        .admin_send(
+            reqwest::Method::POST,
+            "/admin/tools/billing:refund/disable",
+            None,
+        )
+        .await
+        .expect(StatusCode::OK);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let live = loop {
+        let live = admin_get(&gateway, "/admin/live").await;
+        if live["notifications"].as_array().unwrap().len() == 2
+            || std::time::Instant::now() > deadline
+        {
+            break live;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let notified = live["notifications"].as_array().unwrap();
+    assert_eq!(notified.len(), 2, "{live}");
+    assert_eq!(
+        (
+            notified[0]["manifests"].clone(),
+            notified[0]["streams"].clone()
+        ),
+        (json!(0), json!(0)),
+        "newest first: the refund change reached nobody"
+    );
+    assert_eq!(
+        (
+            notified[1]["manifests"].clone(),
+            notified[1]["streams"].clone()
+        ),
+        (json!(1), json!(3))
+    );
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let page = browser.get("/console/live/fragment").await;
+    assert!(page.text.contains("3 SSE streams"), "{}", page.text);
+    assert_secured(&page, "the Live fragment");
+}
+
 async fn admin_get(gateway: &Gateway, path: &str) -> serde_json::Value {
     gateway
         .admin_send(reqwest::Method::GET, path, None)

@@ -2,7 +2,8 @@
 //! (`tests/console/drive.py`, installed in `.venv-console` by scripts/test.sh), by the accessible
 //! names CONSOLE.md fixes: sign-in refusals, keyboard-only sign-in, search, a disable with a
 //! reason whose impact is shown before Apply, a conflicting write, a write from another origin,
-//! View as with `Why not?`, sign-out, and no request to any other origin. Here: the disable reaches an agent's open SSE
+//! View as with `Why not?`, Audit, the entity editors, the Live page updating by itself, sign-out,
+//! and no request to any other origin. Here: the disable reaches an agent's open SSE
 //! stream.
 //!
 //! `TOOLGATE_SCREENSHOTS=<dir>` saves the main pages' screenshots there (docs/ holds the
@@ -98,8 +99,13 @@ async fn an_admin_drives_the_console_in_chromium() {
         String::from_utf8_lossy(&output.stdout).trim()
     );
 
-    // The disable applied in the browser reached the agent's stream.
+    // The disable applied in the browser reached the agent's stream (then the group edit took
+    // billing:search away, and the Live check gave billing:list_invoices back).
     let changed = stream.event(Duration::from_secs(5)).await;
     assert_eq!(changed.event, "tools_changed");
     assert_eq!(changed.json()["removed"], json!(["billing:list_invoices"]));
+    let changed = stream.event(Duration::from_secs(5)).await;
+    assert_eq!(changed.json()["removed"], json!(["billing:search"]));
+    let changed = stream.event(Duration::from_secs(5)).await;
+    assert_eq!(changed.ids("added"), ["billing:list_invoices"]);
 }

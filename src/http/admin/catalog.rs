@@ -123,3 +123,16 @@ pub(super) async fn claim_sets(State(state): State<AppState>, _admin: Admin) -> 
     let body = json!({"data": data, "count": data.len(), "revision": snapshot.revision()});
     with_revision(Json(body).into_response(), snapshot.revision())
 }
+
+/// `GET /admin/live`: the open SSE streams and MCP notification streams grouped by the manifest
+/// they see, how many MCP sessions are open, and the last change notifications with how many
+/// streams each reached (this instance's).
+pub(super) async fn live(State(state): State<AppState>, _admin: Admin) -> Response {
+    let revision = state.app.catalog.snapshot().revision();
+    let mut body = serde_json::to_value(state.app.hub.live()).unwrap_or_default();
+    if let serde_json::Value::Object(body) = &mut body {
+        body.insert("revision".to_owned(), json!(revision));
+        body.insert("mcp_sessions".to_owned(), json!(state.mcp.sessions.count()));
+    }
+    with_revision(Json(body).into_response(), revision)
+}

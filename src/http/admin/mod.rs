@@ -75,6 +75,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         ("/admin/groups/{id}/tools", get(catalog::group_members)),
         ("/admin/tools/{id}/groups", get(catalog::tool_groups)),
         ("/admin/claim-sets", get(catalog::claim_sets)),
+        ("/admin/live", get(catalog::live)),
         ("/admin/preview", post(preview::preview)),
         ("/admin/impact", post(impact::impact)),
         ("/admin/catalog", get(catalog::read).put(catalog::replace)),

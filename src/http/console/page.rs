@@ -19,10 +19,11 @@ pub(super) enum Nav {
     Labels,
     ViewAs,
     Audit,
+    Live,
 }
 
 impl Nav {
-    const ALL: [Nav; 7] = [
+    const ALL: [Nav; 8] = [
         Nav::Tools,
         Nav::Groups,
         Nav::Policies,
@@ -30,6 +31,7 @@ impl Nav {
         Nav::Labels,
         Nav::ViewAs,
         Nav::Audit,
+        Nav::Live,
     ];
 
     const fn name(self) -> &'static str {
@@ -41,6 +43,7 @@ impl Nav {
             Nav::Labels => "Labels",
             Nav::ViewAs => "View as",
             Nav::Audit => "Audit",
+            Nav::Live => "Live",
         }
     }
 
@@ -53,6 +56,7 @@ impl Nav {
             Nav::Labels => "/console/labels",
             Nav::ViewAs => "/console/view-as",
             Nav::Audit => "/console/audit",
+            Nav::Live => "/console/live",
         }
     }
 }

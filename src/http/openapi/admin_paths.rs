@@ -154,6 +154,29 @@ pub(super) fn claim_sets() -> PathItem {
     ))
 }
 
+/// `GET /admin/live`.
+pub(super) fn live() -> PathItem {
+    get(problems(
+        admin_operation(
+            "live_streams",
+            "preview",
+            "Who is listening, and what the last changes reached",
+            "This instance's open SSE streams and MCP notification streams grouped by the \
+             manifest they see (claims as the policies read them, never a token), the open MCP \
+             sessions, and the last change notifications, newest first, with how many manifests \
+             changed and how many streams each reached.",
+        )
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The live view.")
+                .content(JSON, json_content(schema_ref::<bodies::Live>()))
+                .header(REVISION_HEADER.as_str(), revision_header()),
+        ),
+        &[],
+    ))
+}
+
 pub(super) fn preview() -> PathItem {
     let operation = admin_operation(
         "preview_manifest",

@@ -91,6 +91,48 @@ pub(super) struct ToolGroups {
     revision: u64,
 }
 
+/// `GET /admin/live`: the streams by manifest and the last notifications.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Live {
+    revision: u64,
+    /// Open `GET /agents/tools/stream` streams.
+    sse: usize,
+    /// Open MCP notification streams.
+    mcp: usize,
+    /// Open MCP sessions (with or without a notification stream).
+    mcp_sessions: usize,
+    /// Most streams first.
+    manifests: Vec<LiveManifest>,
+    /// Newest first, at most 20.
+    notifications: Vec<LiveNotification>,
+}
+
+/// The streams that see one manifest.
+#[derive(Serialize, ToSchema)]
+pub(super) struct LiveManifest {
+    /// The claims the policies read.
+    claims: serde_json::Map<String, Value>,
+    include_disabled: bool,
+    tools: usize,
+    revision: u64,
+    sse: usize,
+    mcp: usize,
+    /// Distinct subjects among the streams.
+    identities: usize,
+}
+
+/// One revision fanned out to the streams.
+#[derive(Serialize, ToSchema)]
+pub(super) struct LiveNotification {
+    revision: u64,
+    /// RFC 3339.
+    at: String,
+    /// Manifests that changed.
+    manifests: usize,
+    /// Streams sent an event.
+    streams: usize,
+}
+
 /// `GET /admin/claim-sets`: the claim sets served recently.
 #[derive(Serialize, ToSchema)]
 pub(super) struct ClaimSets {

@@ -25,15 +25,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 
+mod live;
+mod plan;
+
+pub use self::live::{LiveManifest, LiveView, NOTIFICATIONS_KEPT, Notified};
+
+use self::plan::{Job, Move, plan};
 use super::budget::StreamBudget;
+use super::frame::EventKind;
 pub use super::frame::Frame;
-use super::frame::{EventKind, encode};
 use super::outbox::{Outbox, Pushed};
 use crate::cache::CacheKey;
-use crate::domain::access::Decided;
 use crate::domain::claims::{ClaimPath, Claims};
-use crate::domain::manifest::{Manifest, ManifestOptions};
-use crate::domain::manifest_diff::{ManifestDiff, ManifestSummary};
+use crate::domain::manifest::ManifestOptions;
+use crate::domain::manifest_diff::ManifestSummary;
 use crate::domain::snapshot::Snapshot;
 use crate::service::{CatalogService, Manifests};
 
@@ -103,6 +108,8 @@ pub struct StreamHub {
     lagged: AtomicU64,
     /// Events written to streams, by [`EventKind::index`].
     sent: [AtomicU64; EventKind::ALL.len()],
+    /// The last revisions fanned out, with their reach.
+    notifications: live::Notifications,
 }
 
 #[derive(Default)]
@@ -130,6 +137,8 @@ struct Group {
 
 struct Member {
     outbox: Arc<Outbox>,
+    class: StreamClass,
+    subject: Arc<str>,
     /// The member's own claims, to regroup it when the read paths change.
     claims: Arc<Claims>,
 }
@@ -180,28 +189,6 @@ impl Subscription {
     }
 }
 
-/// One group's move to a new revision: from the group at `from`, the members `moving` (all of
-/// them when `None`) go to the key `to`.
-struct Job {
-    from: CacheKey,
-    previous: Arc<ManifestSummary>,
-    claims: Arc<Claims>,
-    /// Members with their own claims, when the read paths changed and the group must split.
-    regroup: Option<Vec<(u64, Arc<Claims>)>>,
-}
-
-/// A computed move, applied under the lock.
-struct Move {
-    from: CacheKey,
-    previous: Arc<ManifestSummary>,
-    to: CacheKey,
-    claims: Arc<Claims>,
-    summary: Arc<ManifestSummary>,
-    frame: Option<Arc<Frame>>,
-    /// `None`: every member, the key is unchanged.
-    members: Option<Vec<u64>>,
-}
-
 impl StreamHub {
     pub fn new(
         limits: HubLimits,
@@ -221,6 +208,7 @@ impl StreamHub {
             next_id: AtomicU64::new(0),
             lagged: AtomicU64::new(0),
             sent: Default::default(),
+            notifications: live::Notifications::default(),
         })
     }
 
@@ -308,20 +296,22 @@ impl StreamHub {
     ) -> Subscription {
         let outbox = Outbox::new(&self.budget, self.limits.queue_bytes);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let subject: Arc<str> = match state.per_subject.get_key_value(subject) {
+            Some((existing, _)) => Arc::clone(existing),
+            None => Arc::from(subject),
+        };
         if let Some(group) = state.groups.get_mut(key) {
             group.members.insert(
                 id,
                 Member {
                     outbox: Arc::clone(&outbox),
+                    class,
+                    subject: Arc::clone(&subject),
                     claims: Arc::clone(claims),
                 },
             );
         }
         state.member_keys.insert(id, key.clone());
-        let subject: Arc<str> = match state.per_subject.get_key_value(subject) {
-            Some((existing, _)) => Arc::clone(existing),
-            None => Arc::from(subject),
-        };
         state.per_subject.entry(Arc::clone(&subject)).or_default()[class.index()] += 1;
         state.subscribers[class.index()] += 1;
         Subscription {
@@ -426,27 +416,37 @@ impl StreamHub {
                 return;
             }
         };
+        let (mut manifests, mut streams) = (0, 0);
         let mut state = self.lock();
         for step in moves {
-            self.apply(&mut state, step, &new_paths);
+            let reached = self.apply(&mut state, step, &new_paths);
+            manifests += usize::from(reached > 0);
+            streams += reached;
         }
+        drop(state);
+        self.notifications.record(Notified {
+            revision,
+            at: chrono::Utc::now(),
+            manifests,
+            streams,
+        });
     }
 
-    fn apply(&self, state: &mut HubState, step: Move, new_paths: &Arc<[ClaimPath]>) {
+    /// Applies `step`; how many streams it sent an event.
+    fn apply(&self, state: &mut HubState, step: Move, new_paths: &Arc<[ClaimPath]>) -> usize {
         let Some(group) = state.groups.get_mut(&step.from) else {
-            return; // everyone left meanwhile
+            return 0; // everyone left meanwhile
         };
         if !Arc::ptr_eq(&group.summary, &step.previous) {
-            return; // the group was re-created at a newer revision meanwhile
+            return 0; // the group was re-created at a newer revision meanwhile
         }
         let Some(ids) = step.members else {
             group.summary = step.summary;
-            if let Some(frame) = &step.frame {
-                for member in group.members.values() {
-                    self.deliver(member, frame);
-                }
+            let Some(frame) = &step.frame else { return 0 };
+            for member in group.members.values() {
+                self.deliver(member, frame);
             }
-            return;
+            return group.members.len();
         };
         let moving: Vec<(u64, Member)> = ids
             .into_iter()
@@ -455,10 +455,12 @@ impl StreamHub {
         if group.members.is_empty() {
             state.groups.remove(&step.from);
         }
+        let mut reached = 0;
         if let Some(frame) = &step.frame {
             for (_, member) in &moving {
                 self.deliver(member, frame);
             }
+            reached = moving.len();
         }
         let target = state
             .groups
@@ -473,6 +475,7 @@ impl StreamHub {
             target.members.insert(id, member);
             state.member_keys.insert(id, step.to.clone());
         }
+        reached
     }
 
     fn deliver(&self, member: &Member, frame: &Arc<Frame>) {
@@ -500,84 +503,4 @@ impl StreamHub {
             }
         })
     }
-}
-
-/// The moves that bring `jobs` to `snapshot`: one manifest per distinct access decision (many
-/// claims keys share one), one diff per (previous manifest, new decision).
-fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) -> Vec<Move> {
-    let mut manifests: HashMap<Decided, (Manifest<'_>, Arc<ManifestSummary>)> = HashMap::new();
-    let mut frames: HashMap<(Arc<str>, Decided), Option<Arc<Frame>>> = HashMap::new();
-    let mut moves = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        // (new key, claims of the key, members moving there or all of them)
-        let targets: Vec<(CacheKey, Arc<Claims>, Option<Vec<u64>>)> = match job.regroup {
-            None => vec![(job.from.clone(), Arc::clone(&job.claims), None)],
-            Some(members) => {
-                let mut split: HashMap<CacheKey, (Arc<Claims>, Vec<u64>)> = HashMap::new();
-                for (id, claims) in members {
-                    let key = resolver.key(snapshot, &claims, job.from.options.clone());
-                    split
-                        .entry(key)
-                        .or_insert_with(|| (claims, Vec::new()))
-                        .1
-                        .push(id);
-                }
-                split
-                    .into_iter()
-                    .map(|(key, (claims, ids))| (key, claims, Some(ids)))
-                    .collect()
-            }
-        };
-        for (to, claims, members) in targets {
-            let matched = resolver
-                .access()
-                .matched(snapshot, &to.fingerprint, &claims);
-            let decided = Decided {
-                matched,
-                options: to.options.clone(),
-            };
-            let (manifest, summary) = manifests.entry(decided.clone()).or_insert_with(|| {
-                let manifest = snapshot
-                    .manifest_of(&decided.matched, &decided.options)
-                    .unwrap_or_else(|| snapshot.manifest(&claims, &to.options));
-                let summary = Arc::new(ManifestSummary::of(&manifest));
-                (manifest, summary)
-            });
-            let frame = frames
-                .entry((Arc::clone(job.previous.etag()), decided))
-                .or_insert_with(|| {
-                    (summary.etag() != job.previous.etag())
-                        .then(|| change_frame(&job.previous, manifest, summary))
-                })
-                .clone();
-            moves.push(Move {
-                from: job.from.clone(),
-                previous: Arc::clone(&job.previous),
-                to,
-                claims,
-                summary: Arc::clone(summary),
-                frame,
-                members,
-            });
-        }
-    }
-    moves
-}
-
-/// The `tools_changed` event from `previous` to `manifest`.
-fn change_frame(
-    previous: &ManifestSummary,
-    manifest: &Manifest<'_>,
-    summary: &ManifestSummary,
-) -> Arc<Frame> {
-    let diff = ManifestDiff::between(previous, manifest);
-    Arc::new(Frame {
-        from: Arc::clone(previous.etag()),
-        to: Arc::clone(summary.etag()),
-        bytes: encode(
-            EventKind::ToolsChanged,
-            Some(manifest.etag()),
-            &diff.to_json(),
-        ),
-    })
 }
