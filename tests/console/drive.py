@@ -42,6 +42,7 @@ def api(method, path, body=None):
 
 
 def shot(page, name):
+    check_names(page)
     if SHOTS:
         page.screenshot(path=os.path.join(SHOTS, f"console-{name}.png"), full_page=True)
 
@@ -61,6 +62,20 @@ class Weights:
         self.total = 0
         action()
         return self.total
+
+
+NAMELESS = """() => [...document.querySelectorAll(
+    'a, button, select, textarea, input:not([type=hidden])')].filter(el => {
+        const labelled = el.labels && [...el.labels].some(l => l.textContent.trim());
+        const named = el.getAttribute('aria-label') || el.getAttribute('title');
+        return !(labelled || named || el.textContent.trim());
+    }).map(el => el.outerHTML)"""
+
+
+def check_names(page):
+    """Every control of the page has an accessible name (CONSOLE.md, Quality)."""
+    nameless = page.evaluate(NAMELESS)
+    assert not nameless, f"{page.url}: controls without a name: {nameless}"
 
 
 def foreign_page(action, fields):

@@ -142,7 +142,13 @@ pub(super) fn difference(before: Option<&Value>, after: Option<&Value>) -> Vec<S
     lines
 }
 
+/// Fields the server sets on every write (who and when): the record's own columns say it.
+const STAMPS: [&str; 4] = ["created_at", "created_by", "updated_at", "updated_by"];
+
 fn walk(path: &str, before: Option<&Value>, after: Option<&Value>, lines: &mut Vec<String>) {
+    if STAMPS.contains(&path) {
+        return;
+    }
     match (before, after) {
         (Some(Value::Object(old)), Some(Value::Object(new))) => {
             let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
@@ -204,6 +210,12 @@ mod tests {
         assert_eq!(difference(None, Some(&json!({"id": "t"}))), ["id: + \"t\""]);
         assert_eq!(difference(Some(&json!({"id": "t"})), None), ["id: − \"t\""]);
         assert!(difference(Some(&before), Some(&before)).is_empty());
+        let stamped = json!({"name": "a", "updated_at": "t2", "updated_by": "bob"});
+        let earlier = json!({"name": "a", "updated_at": "t1", "updated_by": "alice"});
+        assert!(
+            difference(Some(&earlier), Some(&stamped)).is_empty(),
+            "stamps are not news"
+        );
         let long = json!({"d": "x".repeat(500)});
         assert!(difference(None, Some(&long))[0].ends_with('…'));
     }
