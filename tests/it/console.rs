@@ -534,6 +534,38 @@ async fn the_live_view_groups_streams_by_manifest_and_counts_what_a_change_reach
     assert_secured(&page, "the Live fragment");
 }
 
+#[tokio::test]
+async fn console_writes_spend_the_same_admin_write_budget_as_the_api() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = support::gateway::config(dir.path(), support::gateway::hs_settings());
+    config.rate_limits.admin_writes = toolgate::service::limits::Budget::new(1, 2);
+    let gateway = Gateway::start_with(config).await;
+    gateway.put_catalog(catalog()).await; // one
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let path = "/console/tools/billing%3Arefund/disable";
+    browser.get(path).await;
+    let (csrf, revision) = (
+        browser.csrf.clone().unwrap(),
+        gateway
+            .state()
+            .app
+            .catalog
+            .snapshot()
+            .revision()
+            .to_string(),
+    );
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("revision", revision.as_str()),
+        ("reason", "r"),
+    ];
+    let first = browser.post(path, Some(&browser.origin()), &form).await;
+    assert_eq!(first.status, StatusCode::SEE_OTHER, "two: {}", first.text);
+    let over = browser.post(path, Some(&browser.origin()), &form).await;
+    assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS, "{}", over.text);
+}
+
 async fn admin_get(gateway: &Gateway, path: &str) -> serde_json::Value {
     gateway
         .admin_send(reqwest::Method::GET, path, None)

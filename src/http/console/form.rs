@@ -9,10 +9,12 @@ use serde::de::DeserializeOwned;
 use super::html::{error_page, html_response};
 use super::session::{self, CSRF_FIELD, Signed};
 use crate::http::AppState;
+use crate::http::errors::ApiError;
 use crate::http::extract::RawBody;
+use crate::service::limits::RouteClass;
 
 /// A write's admin and form. The checks run in this order: session (else to sign-in), origin
-/// and anti-CSRF token (else 403), form (else 400).
+/// and anti-CSRF token (else 403), the admin-write budget (else 429), form (else 400).
 pub(super) struct Write<T> {
     pub(super) signed: Signed,
     pub(super) form: T,
@@ -41,6 +43,14 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Write<T> {
             });
         if !csrf.is_some_and(|csrf| session::csrf_matches(&signed.session, &csrf)) {
             return Err(session::forbidden_write());
+        }
+        // A console write spends the admin's write budget as the same API write would.
+        if let Err(limited) = state
+            .app
+            .limits
+            .charge(RouteClass::AdminWrites, &signed.caller)
+        {
+            return Err(ApiError::from(limited).into_response());
         }
         let form = serde_urlencoded::from_bytes::<T>(&bytes).map_err(|error| {
             html_response(
