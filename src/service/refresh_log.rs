@@ -11,6 +11,12 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::ingest::ImportIssue;
+
+/// Issues of the last successful refresh kept at most per source (the count says how many
+/// there were).
+pub const ISSUES_KEPT: usize = 100;
+
 /// The last refresh attempt of one source on this instance, and the last that succeeded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct RefreshStatus {
@@ -21,6 +27,16 @@ pub struct RefreshStatus {
     /// Why the last attempt failed; absent when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// How many operations the last successful refresh skipped or cut.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub issue_count: usize,
+    /// What it skipped or cut and why, the first [`ISSUES_KEPT`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<ImportIssue>,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 /// The refresh status of every source refreshed on this instance.
@@ -30,24 +46,34 @@ pub struct RefreshLog {
 }
 
 impl RefreshLog {
-    /// Records one attempt on source `id` at `at`: `Err` with the reason when it failed.
-    pub fn record(&self, id: &str, at: DateTime<Utc>, outcome: Result<(), String>) {
+    /// Records one attempt on source `id` at `at`: what it skipped or cut, or `Err` with the
+    /// reason when it failed.
+    pub fn record(&self, id: &str, at: DateTime<Utc>, outcome: Result<&[ImportIssue], String>) {
         let mut by_source = self
             .by_source
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = by_source.get(id).and_then(|s| s.last_success);
+        let previous = by_source.get(id).cloned();
         let status = match outcome {
-            Ok(()) => RefreshStatus {
+            Ok(issues) => RefreshStatus {
                 last_attempt: at,
                 last_success: Some(at),
                 last_error: None,
+                issue_count: issues.len(),
+                issues: issues.iter().take(ISSUES_KEPT).cloned().collect(),
             },
-            Err(reason) => RefreshStatus {
-                last_attempt: at,
-                last_success: previous,
-                last_error: Some(reason),
-            },
+            Err(reason) => {
+                let (last_success, issue_count, issues) = previous
+                    .map(|p| (p.last_success, p.issue_count, p.issues))
+                    .unwrap_or_default();
+                RefreshStatus {
+                    last_attempt: at,
+                    last_success,
+                    last_error: Some(reason),
+                    issue_count,
+                    issues,
+                }
+            }
         };
         by_source.insert(id.to_owned(), status);
     }
@@ -82,17 +108,33 @@ mod tests {
             Utc::now() + chrono::Duration::seconds(1),
             Utc::now() + chrono::Duration::seconds(2),
         );
-        log.record("s", t1, Ok(()));
+        let issue = ImportIssue {
+            operation: "GET /x".to_owned(),
+            operation_id: None,
+            outcome: crate::ingest::IssueOutcome::Skipped,
+            reason: "no responses".to_owned(),
+        };
+        log.record("s", t1, Ok(std::slice::from_ref(&issue)));
         log.record("s", t2, Err("could not connect".to_owned()));
         assert_eq!(
             log.get("s"),
             Some(RefreshStatus {
                 last_attempt: t2,
                 last_success: Some(t1),
-                last_error: Some("could not connect".to_owned())
-            })
+                last_error: Some("could not connect".to_owned()),
+                issue_count: 1,
+                issues: vec![issue.clone()],
+            }),
+            "a failure keeps what the last success said"
         );
-        log.record("s", t3, Ok(()));
+        let many = vec![issue; ISSUES_KEPT + 5];
+        log.record("s", t3, Ok(&many));
+        let status = log.get("s").unwrap();
+        assert_eq!(
+            (status.issue_count, status.issues.len()),
+            (ISSUES_KEPT + 5, ISSUES_KEPT)
+        );
+        log.record("s", t3, Ok(&[]));
         assert_eq!(log.get("s").and_then(|s| s.last_error), None);
         log.forget("s");
         assert_eq!(log.get("s"), None);

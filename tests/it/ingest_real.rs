@@ -181,6 +181,13 @@ async fn a_bad_operation_is_skipped_and_reported_everywhere() {
         (&json!(2), &json!(4))
     );
     assert_eq!(summary["issues"][1]["operation"], json!("POST /remote"));
+    // The source says so too, until the next refresh.
+    let source = gateway
+        .admin_send(Method::GET, "/admin/sources/twilio", None)
+        .await
+        .json();
+    assert_eq!(source["refresh"]["issue_count"], json!(2));
+    assert_eq!(source["refresh"]["issues"], summary["issues"]);
     let metrics = gateway
         .client
         .get(format!("{}/metrics", gateway.base))

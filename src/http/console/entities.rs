@@ -289,9 +289,13 @@ fn source_status(state: &AppState, signed: &Signed, href: &str, id: &str) -> Mar
                     dt { "Last refresh" } dd { (status.last_attempt.format("%Y-%m-%d %H:%M:%S UTC")) }
                     dt { "Last success" } dd { (status.last_success.map_or("never".to_owned(), |at| at.format("%Y-%m-%d %H:%M:%S UTC").to_string())) }
                     @if let Some(error) = &status.last_error { dt { "Last error" } dd.lost { (error) } }
+                    dt { "Skipped or cut" } dd { (status.issue_count) " operations" }
                 }
                 None => { dt { "Last refresh" } dd { "none on this instance" } }
             }
+        }
+        @if let Some(status) = &status && !status.issues.is_empty() {
+            ul { @for issue in &status.issues { li { code { (issue.operation) } ": " (issue.reason) } } }
         }
         form method="post" action=(format!("{href}/refresh")) {
             (csrf_field(signed))

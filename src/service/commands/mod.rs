@@ -312,7 +312,7 @@ impl Commands {
         let at = Utc::now();
         match &result {
             Ok(written) => {
-                self.refresh_log.record(id, at, Ok(()));
+                self.refresh_log.record(id, at, Ok(&written.value.issues));
                 self.metrics
                     .import_issues(written.value.skipped, written.value.cut);
             }
