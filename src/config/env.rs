@@ -24,6 +24,8 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_JWT_LEEWAY_SECS",
     "TOOLGATE_JWT_REQUIRE_EXP",
     "TOOLGATE_ADMIN_RULE",
+    "TOOLGATE_CONSOLE_OIDC_CLIENT_ID",
+    "TOOLGATE_CONSOLE_OIDC_CLIENT_SECRET",
     "TOOLGATE_MONGODB_URI",
     "TOOLGATE_MONGODB_DATABASE",
     "TOOLGATE_REDIS_URL",
@@ -74,6 +76,11 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         jwt_leeway_secs: vars.parsed("TOOLGATE_JWT_LEEWAY_SECS", layer::integer)?,
         jwt_require_exp: vars.parsed("TOOLGATE_JWT_REQUIRE_EXP", layer::boolean)?,
         admin_rule: vars.parsed("TOOLGATE_ADMIN_RULE", |_, text| admin_rule(text))?,
+        console_oidc_client_id: text("TOOLGATE_CONSOLE_OIDC_CLIENT_ID").filter(|t| !t.is_empty()),
+        console_oidc_client_secret: env
+            .get("TOOLGATE_CONSOLE_OIDC_CLIENT_SECRET")
+            .filter(|t| !t.is_empty())
+            .map(Secret::new),
         mongodb_uri: env.get("TOOLGATE_MONGODB_URI").map(Secret::new),
         mongodb_database: text("TOOLGATE_MONGODB_DATABASE"),
         redis_url: env.get("TOOLGATE_REDIS_URL").map(Secret::new),

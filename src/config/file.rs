@@ -55,6 +55,8 @@ struct AuthSection {
     jwt_leeway_secs: Option<u64>,
     jwt_require_exp: Option<bool>,
     admin_rule: Option<Vec<ClaimMatcher>>,
+    console_oidc_client_id: Option<String>,
+    console_oidc_client_secret: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -205,6 +207,9 @@ fn auth(layer: &mut Layer, section: AuthSection, at: &At) -> Result<(), ConfigEr
     layer.jwt_audience = non_empty(section.jwt_audience);
     layer.jwt_leeway_secs = section.jwt_leeway_secs;
     layer.jwt_require_exp = section.jwt_require_exp;
+    layer.console_oidc_client_id = non_empty(section.console_oidc_client_id);
+    layer.console_oidc_client_secret =
+        non_empty(section.console_oidc_client_secret).map(Secret::new);
     layer.admin_rule = section
         .admin_rule
         .map(|rule| layer::admin_rule("auth.admin_rule", &at.place, rule))

@@ -27,6 +27,8 @@ pub(super) struct Layer {
     pub jwt_leeway_secs: Option<u64>,
     pub jwt_require_exp: Option<bool>,
     pub admin_rule: Option<Vec<ClaimMatcher>>,
+    pub console_oidc_client_id: Option<String>,
+    pub console_oidc_client_secret: Option<Secret>,
     pub mongodb_uri: Option<Secret>,
     pub mongodb_database: Option<String>,
     pub redis_url: Option<Secret>,
@@ -84,6 +86,12 @@ impl Layer {
             jwt_leeway_secs: higher.jwt_leeway_secs.or(self.jwt_leeway_secs),
             jwt_require_exp: higher.jwt_require_exp.or(self.jwt_require_exp),
             admin_rule: higher.admin_rule.or(self.admin_rule),
+            console_oidc_client_id: higher
+                .console_oidc_client_id
+                .or(self.console_oidc_client_id),
+            console_oidc_client_secret: higher
+                .console_oidc_client_secret
+                .or(self.console_oidc_client_secret),
             mongodb_uri: higher.mongodb_uri.or(self.mongodb_uri),
             mongodb_database: higher.mongodb_database.or(self.mongodb_database),
             redis_url: higher.redis_url.or(self.redis_url),

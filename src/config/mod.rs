@@ -84,6 +84,10 @@ pub struct Settings {
     pub jwks_url: Option<String>,
     /// Required `iss`; not checked when `None`.
     pub jwt_issuer: Option<String>,
+    /// The console's OpenID Connect client (single sign-on), when one is configured.
+    pub console_oidc_client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub console_oidc_client_secret: Option<Secret>,
     /// Required member of `aud`; not checked when `None`.
     pub jwt_audience: Option<String>,
     /// Clock skew tolerated on `exp`/`nbf`.
@@ -221,6 +225,8 @@ impl Settings {
             jwt_secret_generated: false,
             jwks_url: layer.jwks_url,
             jwt_issuer: layer.jwt_issuer,
+            console_oidc_client_id: layer.console_oidc_client_id,
+            console_oidc_client_secret: layer.console_oidc_client_secret,
             jwt_audience: layer.jwt_audience,
             jwt_leeway: Duration::from_secs(
                 layer.jwt_leeway_secs.unwrap_or(DEFAULT_JWT_LEEWAY_SECS),

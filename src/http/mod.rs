@@ -51,6 +51,8 @@ pub struct AppState {
     pub mcp: Arc<mcp::McpEndpoint>,
     /// The admin console's sessions.
     pub console: Arc<console::session::ConsoleSessions>,
+    /// The console's single sign-on, when an OIDC client is configured.
+    pub sso: Option<Arc<console::sso::Sso>>,
 }
 
 /// Settings of the HTTP transport.
@@ -77,6 +79,21 @@ impl AppState {
                 })
             })
             .transpose()?;
+        let sso = match (&settings.console_oidc_client_id, &settings.jwt_issuer) {
+            (None, _) => None,
+            (Some(client_id), Some(issuer)) => Some(Arc::new(console::sso::Sso::new(
+                client_id.clone(),
+                settings
+                    .console_oidc_client_secret
+                    .as_ref()
+                    .map(|secret| secret.expose().to_owned()),
+                issuer.clone(),
+            ))),
+            (Some(_), None) => anyhow::bail!(
+                "TOOLGATE_CONSOLE_OIDC_CLIENT_ID needs TOOLGATE_JWT_ISSUER: single sign-on reads \
+                 the issuer's discovery document at <issuer>/.well-known/openid-configuration"
+            ),
+        };
         Ok(AppState {
             app,
             http: Arc::new(HttpSettings {
@@ -93,6 +110,7 @@ impl AppState {
             console: Arc::new(console::session::ConsoleSessions::new(
                 !settings.listen.ip().is_loopback(),
             )),
+            sso,
         })
     }
 }

@@ -27,6 +27,7 @@ mod live;
 mod page;
 pub mod session;
 mod sign_in;
+pub mod sso;
 mod tools;
 mod view_as;
 
@@ -51,6 +52,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/", get(sign_in::page))
         .route("/console/sign-in", post(sign_in::sign_in))
         .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/sso", get(sso::start))
+        .route("/console/sso/callback", get(sso::callback))
         .route("/console/assets/{name}", get(assets::serve))
         .route("/console/tools", get(tools::list))
         .route("/console/tools/{id}", get(tools::show))

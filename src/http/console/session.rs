@@ -107,6 +107,11 @@ impl ConsoleSessions {
         self.lock().remove(id).is_some()
     }
 
+    /// Whether cookies say `Secure` (the gateway does not listen on loopback).
+    pub fn secure(&self) -> bool {
+        self.secure
+    }
+
     /// How many sessions are open (expired ones included until the next sign-in prunes them).
     pub fn len(&self) -> usize {
         self.lock().len()

@@ -44,10 +44,13 @@ pub(super) async fn page(
         Some("signed-out") => Some("You are signed out."),
         _ => None,
     };
-    html_response(StatusCode::OK, sign_in_page(message, false))
+    html_response(
+        StatusCode::OK,
+        sign_in_page(message, false, state.sso.is_some()),
+    )
 }
 
-fn sign_in_page(message: Option<&str>, is_error: bool) -> Markup {
+fn sign_in_page(message: Option<&str>, is_error: bool, sso: bool) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -71,6 +74,11 @@ fn sign_in_page(message: Option<&str>, is_error: bool) -> Markup {
                         label for="token" { "Admin token" }
                         input #token type="password" name="token" autocomplete="off" required autofocus;
                         p { button type="submit" { "Sign in" } }
+                    }
+                    @if sso {
+                        form method="get" action="/console/sso" {
+                            button.secondary type="submit" { "Sign in with single sign-on" }
+                        }
                     }
                     p.muted {
                         "A JWT that meets the gateway's admin rule. It stays on the server for \
@@ -138,7 +146,7 @@ fn sentence(description: &str) -> String {
 }
 
 fn refused(status: StatusCode, message: &str) -> Response {
-    html_response(status, sign_in_page(Some(message), true))
+    html_response(status, sign_in_page(Some(message), true, false))
 }
 
 #[derive(Debug, Deserialize)]
