@@ -76,9 +76,9 @@ fn sign_in_page(message: Option<&str>, is_error: bool, sso: bool) -> Markup {
                         p { button type="submit" { "Sign in" } }
                     }
                     @if sso {
-                        form method="get" action="/console/sso" {
-                            button.secondary type="submit" { "Sign in with single sign-on" }
-                        }
+                        // A link, not a form: the CSP's `form-action 'self'` would stop a form's
+                        // redirect to the issuer. Shown and named as the button it is.
+                        p { a.button href="/console/sso" role="button" { "Sign in with single sign-on" } }
                     }
                     p.muted {
                         "A JWT that meets the gateway's admin rule. It stays on the server for \
