@@ -73,7 +73,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
 
 pub(super) async fn not_found(uri: axum::http::Uri) -> Response {
     // Under the console, a page for people, with the console's headers.
-    if uri.path().starts_with("/console/") {
+    if uri.path().starts_with("/console") {
         return super::console::not_found().await;
     }
     ApiError::NotFound(format!("no route for {}", uri.path())).into_response()
@@ -85,11 +85,16 @@ pub(super) async fn method_not_allowed(
     method: axum::http::Method,
     uri: axum::http::Uri,
 ) -> Response {
-    ApiError::MethodNotAllowed(format!(
+    let response = ApiError::MethodNotAllowed(format!(
         "{} does not accept {method}; the Allow header lists the methods it does",
         uri.path()
     ))
-    .into_response()
+    .into_response();
+    // Under the console, with the console's headers.
+    if uri.path().starts_with("/console") {
+        return super::console::with_security_headers(response).await;
+    }
+    response
 }
 
 /// A panic is a bug: log it, answer a generic 500, keep serving.

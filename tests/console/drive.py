@@ -131,6 +131,7 @@ def main():
 
         # Keyboard-only sign-in: the token field has the focus, Enter submits.
         page.goto(BASE + "/console/")
+        expect(page.get_by_label("Admin token")).to_be_focused()
         page.keyboard.type(ADMIN)
         page.keyboard.press("Enter")
         page.wait_for_url(BASE + "/console/tools")

@@ -158,6 +158,9 @@ async fn every_console_answer_carries_the_security_headers() {
         let page = browser.get(path).await;
         assert_secured(&page, path);
     }
+    let wrong_method = browser.post("/console/tools", None, &[]).await;
+    assert_eq!(wrong_method.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_secured(&wrong_method, "a 405 under /console/");
     let refused = browser
         .post(
             "/console/sign-in",

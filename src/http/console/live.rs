@@ -1,6 +1,6 @@
 //! The Live page: this instance's open streams grouped by the manifest they see, and the last
 //! change notifications with how many streams each reached (`GET /admin/live`). The region
-//! refreshes itself every second (`console.js` fetches `/console/live/fragment`).
+//! refreshes itself twice a second (`console.js` fetches `/console/live/fragment`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -12,13 +12,13 @@ use super::session::Signed;
 use crate::http::AppState;
 
 /// How often the page asks for the region again, milliseconds.
-const REFRESH_MS: u32 = 1000;
+const REFRESH_MS: u32 = 500;
 
 /// `GET /console/live`.
 pub(super) async fn page(State(state): State<AppState>, signed: Signed) -> Response {
     let body = html! {
         h1 { "Live" }
-        p.muted { "Streams open on this instance, updated every second." }
+        p.muted { "Streams open on this instance, updated twice a second." }
         div #live aria-live="polite" data-refresh="/console/live/fragment" data-every=(REFRESH_MS) {
             (region(&state))
         }

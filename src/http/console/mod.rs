@@ -90,6 +90,11 @@ pub async fn not_found() -> Response {
     security_headers(html::not_found().await).await
 }
 
+/// `response` (an answer the router made for a console path) with the console's headers.
+pub async fn with_security_headers(response: Response) -> Response {
+    security_headers(response).await
+}
+
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     for (name, value) in [
