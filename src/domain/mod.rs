@@ -30,6 +30,7 @@ pub mod entry;
 mod entry_arena;
 pub mod explain;
 pub mod field_error;
+pub mod findings;
 pub mod fingerprint;
 mod glob;
 pub mod impact;

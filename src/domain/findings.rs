@@ -1,0 +1,231 @@
+//! Deterministic findings on a tool definition (API.md, "Approved tool definitions"): what an
+//! upstream could hide in a definition to steer the model or widen what a call does. No model
+//! in the loop: the same definition always gets the same findings, each with a rule id, a
+//! severity, the JSON path it is at and an excerpt, so an admin can see why.
+//!
+//! The rules read every string of the definition (descriptions, titles, schema texts, `_meta`),
+//! schema property names, and the annotations against the tool's name and method.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// How much a finding matters: a `high` one quarantines a new tool and must be acknowledged by
+/// the admin who approves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Medium,
+    High,
+}
+
+/// The rules, each with its id (stable: admins acknowledge findings by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Rule {
+    /// Unicode tag characters, zero-width characters, bidirectional controls: text the admin
+    /// does not see but the model reads.
+    #[serde(rename = "hidden-unicode")]
+    HiddenUnicode,
+    /// Text addressed to the model rather than to the user.
+    #[serde(rename = "model-directed")]
+    ModelDirected,
+    /// Another tool of the catalog named in the text.
+    #[serde(rename = "cross-tool-reference")]
+    CrossToolReference,
+    /// A secret-looking path or file.
+    #[serde(rename = "secret-path")]
+    SecretPath,
+    /// A URL whose host is not the source's.
+    #[serde(rename = "foreign-url")]
+    ForeignUrl,
+    /// A schema property that asks for a credential.
+    #[serde(rename = "credential-parameter")]
+    CredentialParameter,
+    /// `readOnlyHint: true` or `destructiveHint: false` on a tool whose name or method says it
+    /// writes or deletes.
+    #[serde(rename = "annotation-contradiction")]
+    AnnotationContradiction,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 7] = [
+        Rule::HiddenUnicode,
+        Rule::ModelDirected,
+        Rule::CrossToolReference,
+        Rule::SecretPath,
+        Rule::ForeignUrl,
+        Rule::CredentialParameter,
+        Rule::AnnotationContradiction,
+    ];
+
+    pub const fn id(self) -> &'static str {
+        match self {
+            Rule::HiddenUnicode => "hidden-unicode",
+            Rule::ModelDirected => "model-directed",
+            Rule::CrossToolReference => "cross-tool-reference",
+            Rule::SecretPath => "secret-path",
+            Rule::ForeignUrl => "foreign-url",
+            Rule::CredentialParameter => "credential-parameter",
+            Rule::AnnotationContradiction => "annotation-contradiction",
+        }
+    }
+
+    pub const fn severity(self) -> Severity {
+        match self {
+            Rule::HiddenUnicode
+            | Rule::ModelDirected
+            | Rule::SecretPath
+            | Rule::CredentialParameter => Severity::High,
+            Rule::CrossToolReference | Rule::ForeignUrl | Rule::AnnotationContradiction => {
+                Severity::Medium
+            }
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub severity: Severity,
+    /// JSON Pointer (RFC 6901) into the definition.
+    pub path: String,
+    /// The text around what the rule found (hidden characters shown as `U+XXXX`).
+    pub excerpt: String,
+}
+
+/// What a definition is checked against.
+#[derive(Debug, Clone, Default)]
+pub struct Context<'c> {
+    /// The tool's own name (not a cross-tool reference).
+    pub name: &'c str,
+    /// The HTTP method of an `openapi` tool.
+    pub method: Option<&'c str>,
+    /// The names of the catalog's other tools.
+    pub other_tools: &'c [String],
+    /// The hosts the source itself lives at (its URL, its servers); others are foreign.
+    pub source_hosts: &'c [String],
+}
+
+/// Excerpts are cut to this many characters.
+const EXCERPT_CHARS: usize = 80;
+
+/// Every finding on `definition`, in path order, at most one per (rule, path).
+pub fn check(definition: &Value, context: &Context<'_>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    walk(definition, &mut String::new(), context, &mut findings);
+    annotations(definition, context, &mut findings);
+    findings
+}
+
+fn walk(value: &Value, path: &mut String, context: &Context<'_>, out: &mut Vec<Finding>) {
+    match value {
+        Value::String(text) => texts::check(text, path, context, out),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&i.to_string());
+                walk(item, path, context, out);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                texts::hidden(key, path, out);
+                if path_is_property(path) && credentials::asks_for(key) {
+                    push(out, Rule::CredentialParameter, path, key);
+                }
+                walk(item, path, context, out);
+                path.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Whether `path` names a schema property (`…/properties/<name>`).
+fn path_is_property(path: &str) -> bool {
+    path.rsplit_once('/')
+        .is_some_and(|(parent, _)| parent.ends_with("/properties"))
+}
+
+fn push(out: &mut Vec<Finding>, rule: Rule, path: &str, excerpt: &str) {
+    if out.iter().any(|f| f.rule == rule && f.path == path) {
+        return;
+    }
+    out.push(Finding {
+        rule,
+        severity: rule.severity(),
+        path: path.to_owned(),
+        excerpt: excerpt_of(excerpt),
+    });
+}
+
+fn excerpt_of(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == EXCERPT_CHARS {
+            out.push('…');
+            break;
+        }
+        if texts::is_hidden(c) {
+            out.push_str(&format!("U+{:04X}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `readOnlyHint: true` / `destructiveHint: false` against a name or method that writes.
+fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>) {
+    let Some(annotations) = definition.get("annotations") else {
+        return;
+    };
+    let name = context.name.to_lowercase();
+    let deletes = [
+        "delete", "remove", "drop", "destroy", "purge", "erase", "wipe",
+    ]
+    .iter()
+    .any(|verb| name.contains(verb))
+        || context
+            .method
+            .is_some_and(|m| m.eq_ignore_ascii_case("DELETE"));
+    let writes = deletes
+        || [
+            "create", "update", "write", "set_", "insert", "send", "post", "put_", "patch",
+            "upload",
+        ]
+        .iter()
+        .any(|verb| name.contains(verb))
+        || context.method.is_some_and(|m| {
+            ["POST", "PUT", "PATCH"]
+                .iter()
+                .any(|w| m.eq_ignore_ascii_case(w))
+        });
+    if writes && annotations.get("readOnlyHint") == Some(&Value::Bool(true)) {
+        push(
+            out,
+            Rule::AnnotationContradiction,
+            "/annotations/readOnlyHint",
+            context.name,
+        );
+    }
+    if deletes && annotations.get("destructiveHint") == Some(&Value::Bool(false)) {
+        push(
+            out,
+            Rule::AnnotationContradiction,
+            "/annotations/destructiveHint",
+            context.name,
+        );
+    }
+}
+
+mod credentials;
+mod texts;
+
+#[cfg(test)]
+mod tests;
