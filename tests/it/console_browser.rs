@@ -11,8 +11,6 @@
 
 use crate::support;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use reqwest::StatusCode;
@@ -43,16 +41,6 @@ fn catalog() -> serde_json::Value {
     })
 }
 
-fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-console/bin/python");
-    assert!(
-        venv.exists(),
-        "{} is missing: run scripts/test.sh once (it installs Chromium and Playwright)",
-        venv.display()
-    );
-    venv
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_drives_the_console_in_chromium() {
     let gateway = Gateway::start().await;
@@ -74,30 +62,17 @@ async fn an_admin_drives_the_console_in_chromium() {
     let expired = Gateway::token(json!({
         "sub": "admin-1", "roles": ["admin"], "exp": support::unix_now() - 60
     }));
-    let mut command = Command::new(python());
-    command
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/console/drive.py"))
-        .env("CONSOLE_BASE", &gateway.base)
-        .env("ADMIN_TOKEN", Gateway::admin())
-        .env("READER_TOKEN", &reader)
-        .env("EXPIRED_TOKEN", expired);
-    if let Ok(dir) = std::env::var("TOOLGATE_SCREENSHOTS") {
-        command.env("SCREENSHOTS", dir);
-    }
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .expect("the driver thread")
-        .expect("the driver starts");
-    assert!(
-        output.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    eprintln!(
-        "console figures: {}",
-        String::from_utf8_lossy(&output.stdout).trim()
-    );
+    let figures = support::browser::run(
+        "drive.py",
+        vec![
+            ("CONSOLE_BASE", gateway.base.clone()),
+            ("ADMIN_TOKEN", Gateway::admin()),
+            ("READER_TOKEN", reader.clone()),
+            ("EXPIRED_TOKEN", expired),
+        ],
+    )
+    .await;
+    eprintln!("console figures: {figures}");
 
     // The disable applied in the browser reached the agent's stream (then the group edit took
     // billing:search away, and the Live check gave billing:list_invoices back).

@@ -330,29 +330,14 @@ async fn without_an_issuer_single_sign_on_cannot_be_configured() {
 async fn single_sign_on_works_in_chromium() {
     let issuer = start_issuer().await;
     let (gateway, _dir) = gateway_for(&issuer).await;
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join(".venv-console/bin/python");
-    assert!(
-        python.exists(),
-        "run scripts/test.sh once (it installs Chromium and Playwright)"
-    );
-    let mut command = std::process::Command::new(python);
-    command
-        .arg(root.join("tests/console/sso.py"))
-        .env("CONSOLE_BASE", &gateway.base)
-        .env(
-            "ISSUER",
-            issuer.base.lock().expect("the test issuer").clone(),
-        );
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .expect("the driver thread")
-        .expect("the driver starts");
-    assert!(
-        output.status.success(),
-        "the browser run failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let issuer_base = issuer.base.lock().expect("the test issuer").clone();
+    support::browser::run(
+        "sso.py",
+        vec![
+            ("CONSOLE_BASE", gateway.base.clone()),
+            ("ISSUER", issuer_base),
+        ],
+    )
+    .await;
     assert_eq!(gateway.state().console.len(), 0, "signed out on the server");
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod conformance;
 pub mod gateway;
 pub mod jwks_server;

@@ -342,13 +342,7 @@ pub(super) async fn preview(
     let actor = actor(&signed.caller, &headers);
     let report = match impact::of(&state, &actor, form.revision, proposal).await {
         Ok(report) => report,
-        Err(ApiError::PreconditionFailed(_)) => {
-            return changed_by_someone_else(&signed, nav, &entity_href(collection, &id));
-        }
-        Err(error @ (ApiError::Invalid(_) | ApiError::Conflict(..) | ApiError::Malformed(_))) => {
-            return invalid(&state, &signed, collection, &id, &form, &error.detail());
-        }
-        Err(error) => return api_error(&signed, nav, error),
+        Err(error) => return refused_edit(&state, &signed, (collection, &id), &form, error),
     };
     let href = entity_href(collection, &id);
     let body = html! {
@@ -397,6 +391,26 @@ fn invalid(
     )
 }
 
+/// An edit that could not be previewed or written: a lost race (412), the editor again with
+/// why (the edit is not valid), or the error.
+fn refused_edit(
+    state: &AppState,
+    signed: &Signed,
+    (collection, id): (Collection, &str),
+    form: &EditForm,
+    error: ApiError,
+) -> Response {
+    match error {
+        ApiError::PreconditionFailed(_) => {
+            changed_by_someone_else(signed, collection.nav(), &entity_href(collection, id))
+        }
+        ApiError::Invalid(_) | ApiError::Conflict(..) | ApiError::Malformed(_) => {
+            invalid(state, signed, collection, id, form, &error.detail())
+        }
+        error => api_error(signed, collection.nav(), error),
+    }
+}
+
 /// `POST /console/{collection}/{id}`: `PUT /admin/<collection>/{id}` with `If-Match`.
 pub(super) async fn apply(
     State(state): State<AppState>,
@@ -417,13 +431,7 @@ pub(super) async fn apply(
         Ok(()) => {
             Redirect::to(&format!("{}?saved=1", entity_href(collection, &id))).into_response()
         }
-        Err(ApiError::PreconditionFailed(_)) => {
-            changed_by_someone_else(&signed, collection.nav(), &entity_href(collection, &id))
-        }
-        Err(error @ (ApiError::Invalid(_) | ApiError::Conflict(..) | ApiError::Malformed(_))) => {
-            invalid(&state, &signed, collection, &id, &form, &error.detail())
-        }
-        Err(error) => api_error(&signed, collection.nav(), error),
+        Err(error) => refused_edit(&state, &signed, (collection, &id), &form, error),
     }
 }
 

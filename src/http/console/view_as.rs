@@ -139,13 +139,13 @@ fn result(snapshot: &Snapshot, claims: &Claims, params: &ViewAsParams) -> Markup
         .as_deref()
         .filter(|id| !granted.contains(id))
         .map(|id| (id, why_not(snapshot, &explained.explanation, id)));
-    let state_of = |id: &str| {
-        catalog
-            .tools
-            .iter()
-            .find(|tool| tool.id == id)
-            .is_some_and(|tool| !tool.enabled)
-    };
+    // Granted tools that agents do not see (the preview lists them): one pass over the catalog.
+    let disabled: HashSet<&str> = catalog
+        .tools
+        .iter()
+        .filter(|tool| !tool.enabled)
+        .map(|tool| tool.id.as_str())
+        .collect();
     html! {
         section aria-labelledby="granted" {
             h2 #granted { (granted.len()) " tools these claims get" }
@@ -155,7 +155,7 @@ fn result(snapshot: &Snapshot, claims: &Claims, params: &ViewAsParams) -> Markup
                     @for id in explained.manifest.tool_ids() {
                         tr {
                             td { a href=(super::tools::tool_href(id)) { (id) } }
-                            td { @if state_of(id) { span.state-disabled { "disabled" } } }
+                            td { @if disabled.contains(id) { span.state-disabled { "disabled" } } }
                         }
                     }
                 }
