@@ -303,6 +303,7 @@ pub fn generate_with_agent(spec: &Spec) -> Generated {
         labels,
         groups,
         policies,
+        revisions: Vec::new(),
     };
     catalog.normalize();
     Generated {
@@ -445,6 +446,7 @@ fn generate_tool(source_id: &str, verb: &str, method: &str, noun: &str, rng: &mu
         service_config: Default::default(),
         arguments: Vec::new(),
         imported: None,
+        definition_hash: None,
         created_at: None,
         updated_at: None,
         created_by: None,

@@ -11,6 +11,7 @@ use super::claims::Claims;
 use super::decide::{ClaimEvaluation, Decision};
 use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::{CompiledGroup, Snapshot};
+use super::source_config::withheld;
 
 /// One group a tool is a member of ([`Snapshot::groups_of_tool`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,6 +115,9 @@ pub enum Hidden {
     SourceMissing,
     #[serde(rename = "source disabled")]
     SourceDisabled,
+    /// The upstream changed the tool and its source's pinning is `hide`.
+    #[serde(rename = "awaiting approval")]
+    AwaitingApproval,
 }
 
 impl Hidden {
@@ -124,16 +128,18 @@ impl Hidden {
             Hidden::Deprecated => "deprecated",
             Hidden::SourceMissing => "source missing",
             Hidden::SourceDisabled => "source disabled",
+            Hidden::AwaitingApproval => "awaiting approval",
         }
     }
 }
 
 /// The values of [`ToolExplanation::hidden_because`], in the order they are checked.
-pub const HIDDEN_BECAUSE: [&str; 4] = [
+pub const HIDDEN_BECAUSE: [&str; 5] = [
     Hidden::Disabled.as_str(),
     Hidden::Deprecated.as_str(),
     Hidden::SourceMissing.as_str(),
     Hidden::SourceDisabled.as_str(),
+    Hidden::AwaitingApproval.as_str(),
 ];
 
 /// A manifest together with its explanation.
@@ -376,21 +382,22 @@ impl Snapshot {
     /// when it is.
     pub(super) fn hidden_because(&self, t: usize) -> Option<Hidden> {
         let tool = &self.tools[t];
-        let source_enabled = self
+        let catalog_tool = &self.catalog.tools[tool.catalog_position];
+        let source = self
             .catalog
             .sources
             .iter()
-            .find(|s| s.id == self.catalog.tools[tool.catalog_position].source_id)
-            .map(|s| s.enabled);
+            .find(|s| s.id == catalog_tool.source_id);
         if !tool.enabled {
             Some(Hidden::Disabled)
         } else if tool.deprecated {
             Some(Hidden::Deprecated)
         } else {
-            match source_enabled {
+            match source {
                 None => Some(Hidden::SourceMissing),
-                Some(false) => Some(Hidden::SourceDisabled),
-                Some(true) => None,
+                Some(source) if !source.enabled => Some(Hidden::SourceDisabled),
+                Some(source) if withheld(catalog_tool, source) => Some(Hidden::AwaitingApproval),
+                Some(_) => None,
             }
         }
     }

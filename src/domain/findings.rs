@@ -6,12 +6,12 @@
 //! The rules read every string of the definition (descriptions, titles, schema texts, `_meta`),
 //! schema property names, and the annotations against the tool's name and method.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How much a finding matters: a `high` one quarantines a new tool and must be acknowledged by
 /// the admin who approves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Medium,
@@ -19,7 +19,7 @@ pub enum Severity {
 }
 
 /// The rules, each with its id (stable: admins acknowledge findings by it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Rule {
     /// Unicode tag characters, zero-width characters, bidirectional controls: text the admin
     /// does not see but the model reads.
@@ -83,7 +83,7 @@ impl Rule {
 }
 
 /// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub rule: Rule,
     pub severity: Severity,
@@ -94,16 +94,46 @@ pub struct Finding {
 }
 
 /// What a definition is checked against.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Context<'c> {
     /// The tool's own name (not a cross-tool reference).
     pub name: &'c str,
     /// The HTTP method of an `openapi` tool.
     pub method: Option<&'c str>,
-    /// The names of the catalog's other tools.
-    pub other_tools: &'c [String],
+    /// The names of the catalog's tools (the tool's own is skipped).
+    pub other_tools: &'c ToolNames,
     /// The hosts the source itself lives at (its URL, its servers); others are foreign.
     pub source_hosts: &'c [String],
+}
+
+/// Tool names, looked up by the words of a text: a check costs the text's length, not the
+/// text's length times the catalog's size.
+#[derive(Debug, Clone, Default)]
+pub struct ToolNames {
+    names: std::collections::HashSet<String>,
+}
+
+impl ToolNames {
+    /// Names shorter than 4 characters (`get`, `ls`) are ordinary words, not references.
+    pub fn new<'n>(names: impl IntoIterator<Item = &'n str>) -> ToolNames {
+        ToolNames {
+            names: names
+                .into_iter()
+                .filter(|name| name.len() >= 4)
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+
+    /// The first name of the set, other than `own`, that `text` holds as a whole word (word
+    /// characters: letters, digits, `_`, `-`).
+    fn first_in<'t>(&self, text: &'t str, own: &str) -> Option<&'t str> {
+        if self.names.is_empty() {
+            return None;
+        }
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .find(|word| *word != own && self.names.contains(*word))
+    }
 }
 
 /// Excerpts are cut to this many characters.
@@ -182,8 +212,12 @@ fn excerpt_of(text: &str) -> String {
 
 /// `readOnlyHint: true` / `destructiveHint: false` against a name or method that writes.
 fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>) {
-    let Some(annotations) = definition.get("annotations") else {
-        return;
+    let (annotations, at) = match definition.pointer("/tool/annotations") {
+        Some(annotations) => (annotations, "/tool/annotations"),
+        None => match definition.get("annotations") {
+            Some(annotations) => (annotations, "/annotations"),
+            None => return,
+        },
     };
     let name = context.name.to_lowercase();
     let deletes = [
@@ -210,7 +244,7 @@ fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>
         push(
             out,
             Rule::AnnotationContradiction,
-            "/annotations/readOnlyHint",
+            &format!("{at}/readOnlyHint"),
             context.name,
         );
     }
@@ -218,7 +252,7 @@ fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>
         push(
             out,
             Rule::AnnotationContradiction,
-            "/annotations/destructiveHint",
+            &format!("{at}/destructiveHint"),
             context.name,
         );
     }

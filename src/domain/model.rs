@@ -179,6 +179,10 @@ pub struct Tool {
     /// `description` when it differs from the value recorded here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Imported>,
+    /// The approved definition's hash (`imported.definition_hash`), shown on admin reads;
+    /// set by [`Catalog::normalize`] from the import record, never from a request body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -206,11 +210,37 @@ pub struct ToolArgument {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Imported {
-    /// BLAKE3 of the imported definition (name, description, method, path, tags, schemas).
+    /// BLAKE3 of the imported fields (name, description, method, path, tags, schemas).
     pub content_hash: String,
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The hash of the approved definition (`definition.rs`): what agents are served and may
+    /// call. Absent on tools imported before definitions were pinned, until a refresh finds
+    /// the upstream unchanged (then it is recorded) or changed (then it is a pending revision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_hash: Option<String>,
+    /// The approved definition itself: what a pending revision's diff starts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<Arc<Value>>,
+    /// How the upstream differs from the approved definition, as of the last refresh; absent
+    /// when it does not. A call does not go upstream while it does (API.md, "Approved tool
+    /// definitions").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+}
+
+/// How an upstream's definition of a tool differs from the approved one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Drift {
+    /// The hash of what the upstream defines now; absent when it no longer defines the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_hash: Option<String>,
+    /// An admin rejected it: the approved definition is served again under `hide` (calls still
+    /// do not go upstream while the upstream differs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejected: bool,
 }
 
 /// The JSON Schema types a tool-service argument may take.
@@ -376,6 +406,10 @@ pub struct Catalog {
     pub groups: Vec<ToolGroup>,
     #[serde(default)]
     pub policies: Vec<AccessPolicy>,
+    /// Revisions of imported tools (`revision.rs`): kept and written with the catalog, but not
+    /// part of the catalog document (`GET`/`PUT /admin/catalog`, seed files).
+    #[serde(skip)]
+    pub revisions: Vec<super::revision::Revision>,
 }
 
 impl Catalog {
@@ -399,6 +433,17 @@ impl Catalog {
             if tool_services.contains(tool.source_id.as_str()) {
                 tool.input_schema = Arc::new(Tool::arguments_schema(&tool.arguments));
             }
+            tool.definition_hash = tool
+                .imported
+                .as_ref()
+                .and_then(|imported| imported.definition_hash.clone());
+        }
+        // A deleted source takes its tools' revisions with it.
+        if !self.revisions.is_empty() {
+            let sources: std::collections::HashSet<&str> =
+                self.sources.iter().map(|s| s.id.as_str()).collect();
+            self.revisions
+                .retain(|revision| sources.contains(revision.source_id.as_str()));
         }
     }
 
@@ -410,6 +455,7 @@ impl Catalog {
         sort_by_id(&mut self.labels, |label| &label.id);
         sort_by_id(&mut self.groups, |group| &group.id);
         sort_by_id(&mut self.policies, |policy| &policy.id);
+        sort_by_id(&mut self.revisions, |revision| &revision.id);
     }
 }
 

@@ -25,6 +25,7 @@ use super::memberships::{MAX_MEMBERSHIPS, Memberships};
 use super::model::{Catalog, Source};
 use super::selection::SelectionIndex;
 use super::source_config::CallSettings;
+use super::source_config::withheld;
 use super::tool_index::ToolIndex;
 use super::workers::{OnThisThread, Workers};
 
@@ -304,8 +305,9 @@ impl<'c> ToolPass<'c> {
         for ((index, &(_, position)), entry) in order.iter().enumerate().zip(entries) {
             let tool = &catalog.tools[position];
             let source = sources.get(tool.source_id.as_str());
-            let source_enabled = source.is_some_and(|source| source.enabled);
-            visible.set(index, tool.enabled && !tool.deprecated && source_enabled);
+            let source_visible =
+                source.is_some_and(|source| source.enabled && !withheld(tool, source));
+            visible.set(index, tool.enabled && !tool.deprecated && source_visible);
             selection.add(index, tool, source.map(|source| source.name.as_str()));
             tools.push(CompiledTool {
                 id: tool.id.clone(),

@@ -5,8 +5,8 @@
 //!
 //! | type | keys |
 //! |---|---|
-//! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch and with every call); `base_url` (http/https, where calls go, instead of the document's `servers`); `refresh_interval_secs` |
-//! | `mcp` | `url` (http/https, the Streamable HTTP endpoint); `headers` (object of text, e.g. `Authorization`); `refresh_interval_secs` |
+//! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch and with every call); `base_url` (http/https, where calls go, instead of the document's `servers`); `refresh_interval_secs`; `pinning` (`hold`, `hide`, `warn`) |
+//! | `mcp` | `url` (http/https, the Streamable HTTP endpoint); `headers` (object of text, e.g. `Authorization`); `refresh_interval_secs`; `pinning` |
 //! | `tool-service` | `request-queue`, `response-queue` (text, required); `config-params` (`[{"name", "required"}]`); `id` (text, informative) |
 //! | `manual` | free-form, never interpreted |
 //!
@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value};
 
-use super::model::{Source, SourceType};
+use super::model::{Source, SourceType, Tool};
 
 /// The shortest periodic refresh interval accepted, seconds.
 pub const MIN_REFRESH_INTERVAL_SECS: u64 = 10;
@@ -122,6 +122,57 @@ pub fn check(source: &Source) -> Vec<ConfigError> {
     }
 }
 
+/// What a refresh does with a definition an admin has not approved (API.md, "Approved tool
+/// definitions"): config key `pinning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// Agents keep the approved definition until an admin approves the upstream's.
+    #[default]
+    Hold,
+    /// As `hold`, and a tool whose upstream changed leaves every manifest until approved.
+    Hide,
+    /// The upstream's definition is served at once; the revision is recorded as approved.
+    Warn,
+}
+
+impl Pinning {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Pinning::Hold => "hold",
+            Pinning::Hide => "hide",
+            Pinning::Warn => "warn",
+        }
+    }
+
+    /// The pinning of `source`; `hold` when it sets none (or one that validation refuses, which
+    /// a stored source cannot have: the safest reading).
+    pub fn of(source: &Source) -> Pinning {
+        Pinning::from_config(&source.config).unwrap_or_default()
+    }
+
+    fn from_config(config: &Map<String, Value>) -> Result<Pinning, String> {
+        match config.get("pinning") {
+            None => Ok(Pinning::Hold),
+            Some(Value::String(mode)) if mode == "hold" => Ok(Pinning::Hold),
+            Some(Value::String(mode)) if mode == "hide" => Ok(Pinning::Hide),
+            Some(Value::String(mode)) if mode == "warn" => Ok(Pinning::Warn),
+            Some(other) => Err(format!(
+                "must be \"hold\", \"hide\" or \"warn\", found {other}"
+            )),
+        }
+    }
+}
+
+/// Whether `tool` is kept out of every manifest while a revision of it is pending: its
+/// upstream drifted from the approved definition and `source` pins with `hide`.
+pub fn withheld(tool: &Tool, source: &Source) -> bool {
+    tool.imported
+        .as_ref()
+        .and_then(|imported| imported.drift.as_ref())
+        .is_some_and(|drift| !drift.rejected)
+        && Pinning::of(source) == Pinning::Hide
+}
+
 /// The periodic refresh interval of an importable source, if it asks for one.
 pub fn refresh_interval_secs(source: &Source) -> Option<u64> {
     match source.kind() {
@@ -153,6 +204,9 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     unknown_keys(config, allowed, &mut errors);
     let headers = headers(config, &mut errors);
     check_refresh_interval(config, &mut errors);
+    if let Err(message) = Pinning::from_config(config) {
+        errors.push(error("pinning", message));
+    }
     http_url(config, "base_url", &mut errors);
     let url = http_url(config, "url", &mut errors);
     let result = if openapi {
@@ -184,8 +238,9 @@ fn import_keys(source: &Source) -> Result<&'static [&'static str], ConfigError> 
             "headers",
             "base_url",
             "refresh_interval_secs",
+            "pinning",
         ]),
-        Some(SourceType::Mcp) => Ok(&["url", "headers", "refresh_interval_secs"]),
+        Some(SourceType::Mcp) => Ok(&["url", "headers", "refresh_interval_secs", "pinning"]),
         _ => Err(error(
             "",
             format!(

@@ -16,6 +16,7 @@ mod conditional;
 mod mcp_paths;
 pub mod model;
 mod ops_paths;
+mod revision_paths;
 mod stream_paths;
 
 pub use agent_paths::AGENT_QUERY;
@@ -163,7 +164,7 @@ pub fn document() -> OpenApi {
             ["agents", "decisions"]
                 .into_iter()
                 .chain(COLLECTIONS.iter().map(|c| c.kind.as_str()))
-                .chain(["preview", "catalog", "audit", "ops"])
+                .chain(["revisions", "preview", "catalog", "audit", "ops"])
                 .map(|name| TagBuilder::new().name(name).build()),
         ))
         .build()
@@ -191,6 +192,8 @@ fn components() -> Components {
     collect::<bodies::Live>(&mut schemas);
     collect::<bodies::CatalogReplaced>(&mut schemas);
     collect::<bodies::AuditPage>(&mut schemas);
+    collect::<bodies::RevisionPage>(&mut schemas);
+    collect::<admin::revisions::DecisionBody>(&mut schemas);
     collect::<bodies::Health>(&mut schemas);
     collect::<bodies::Readiness>(&mut schemas);
     authzen_paths::schemas(&mut schemas);
@@ -291,6 +294,16 @@ fn paths() -> Paths {
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())
         .path("/admin/audit", admin_paths::audit())
+        .path("/admin/revisions", revision_paths::list())
+        .path("/admin/revisions/{id}", revision_paths::one())
+        .path(
+            "/admin/revisions/{id}/approve",
+            revision_paths::decide(true),
+        )
+        .path(
+            "/admin/revisions/{id}/reject",
+            revision_paths::decide(false),
+        )
         .path("/mcp", mcp_paths::endpoint())
         .path(
             "/.well-known/oauth-protected-resource",

@@ -7,17 +7,20 @@
 //! refresh is one revision with one audit record. `tool-service` sources are not fetched:
 //! their tools are written by admins and checked by [`crate::domain::validate`].
 
+pub mod decide;
 pub mod mcp_server;
 pub mod names;
 pub mod openapi;
 pub mod refresh;
+pub mod renames;
+mod revisions;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::domain::imported::ImportedTool;
 use crate::domain::model::Source;
 use crate::domain::source_config::{self, ImportConfig, SpecLocation};
 
@@ -25,31 +28,6 @@ use crate::domain::source_config::{self, ImportConfig, SpecLocation};
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
 /// The largest upstream body read (a spec, one MCP response).
 pub const MAX_FETCH_BYTES: usize = 16 * 1024 * 1024;
-
-/// One tool as the upstream defines it: everything the importer owns.
-///
-/// Schemas are shared: an import gives equal schemas one `Arc`, which the catalog keeps.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ImportedTool {
-    /// The upstream's own identifier (an `operationId`, an MCP tool name), kept as written:
-    /// the tool id is `{source_id}:{operation_id}`.
-    pub operation_id: String,
-    /// A function name for LLMs, made from `operation_id` by [`names::assign`].
-    pub name: String,
-    /// A human-readable name, when the upstream gives one (OpenAPI `summary`, MCP `title`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    pub description: String,
-    pub method: String,
-    pub path: String,
-    pub tags: Vec<String>,
-    pub input_schema: Arc<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Arc<Value>>,
-    /// The upstream marks the operation deprecated: imported, but as a deprecated tool.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub deprecated: bool,
-}
 
 /// What one import read from the upstream: its tools, and the operations it skipped or cut.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -90,14 +68,6 @@ impl ImportIssue {
             outcome: IssueOutcome::Skipped,
             reason,
         }
-    }
-}
-
-impl ImportedTool {
-    /// BLAKE3 of the definition (hex): equal hashes mean nothing upstream changed.
-    pub fn content_hash(&self) -> String {
-        let json = serde_json::to_vec(self).expect("an imported tool always serialises");
-        blake3::hash(&json).to_hex().to_string()
     }
 }
 

@@ -117,6 +117,7 @@ mod tests {
             input_schema: Arc::new(json!({})),
             output_schema: None,
             deprecated: false,
+            definition: Arc::default(),
         }
     }
 

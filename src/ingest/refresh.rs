@@ -1,29 +1,45 @@
 //! Applies one import to the catalog: the pure half of a refresh.
 //!
-//! Tools are matched by id (`{source_id}:{operation_id}`) and compared by content hash
-//! ([`ImportedTool::content_hash`]):
-//! - new upstream → created, enabled;
-//! - changed upstream → updated (method, path, tags, schemas, and `name`/`description` unless
-//!   an admin overrode them);
-//! - gone upstream, or marked deprecated upstream → marked `deprecated` (hidden from agents,
-//!   still referable by groups);
-//! - back upstream (and not deprecated there) → `deprecated` cleared (restored).
+//! Tools are matched by id (`{source_id}:{operation_id}`) and compared by the hash of their
+//! definition (`crate::domain::definition`) against the **approved** one (API.md, "Approved
+//! tool definitions"):
+//! - unchanged upstream → nothing (a pending revision of the tool is withdrawn);
+//! - changed upstream → a pending `changed` revision; the tool keeps its approved definition
+//!   (pinning `hold`, `hide`), or takes the upstream's at once (`warn`, recorded as approved by
+//!   `refresh`): method, path, tags, schemas, and `name`/`description` unless an admin
+//!   overrode them;
+//! - new upstream → a pending `new` revision (the tool is not in the catalog until approved), or
+//!   created at once under `warn` and when the admin creates the source, disabled as
+//!   `quarantined: <rule ids>` if the definition has a `high` finding;
+//! - gone upstream → a pending `removed` revision (the tool is served, but not called, until
+//!   approved), or deprecated at once under `warn`;
+//! - a gone tool and a new one that is the same but for the name, or nearly the same
+//!   (`renames.rs`) → a pending `renamed` revision, whatever the pinning;
+//! - marked deprecated upstream → deprecated (fewer tools need no approval); back (and not
+//!   deprecated there) with the approved definition → restored.
 //!
+//! A definition an admin rejected is not proposed again until the upstream changes it again.
 //! Operations the importer skipped or cut are counted and listed in the summary: a skipped
-//! operation's tool, if an earlier import made one, is deprecated like a gone one.
+//! operation's tool, if an earlier import made one, is gone like any other.
 //!
 //! Admin-set fields are never touched: `enabled`, `label_ids`, states, version, and a `name` or
 //! `description` that differs from [`Imported`]'s record of what the import last set. Tools of
 //! the source without such a record were written by hand and are left alone, except that one
-//! whose id an import now produces is adopted (its name and description are kept).
+//! whose id an import now produces is adopted through a `changed` revision.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::renames;
+use super::revisions::{Proposal, Proposed, Revisions};
 use super::{Import, ImportIssue, ImportedTool, IssueOutcome};
-use crate::domain::model::{Catalog, Imported, Tool};
+use crate::domain::definition;
+use crate::domain::findings::{self, Context, Finding, Severity, ToolNames};
+use crate::domain::model::{Catalog, Drift, Imported, Tool};
+use crate::domain::revision::{REFRESH_ACTOR, RevisionKind};
+use crate::domain::source_config::Pinning;
 use crate::domain::stamp::Stamp;
 use crate::domain::validate::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 
@@ -39,6 +55,10 @@ pub struct RefreshSummary {
     pub deprecated: usize,
     pub restored: usize,
     pub unchanged: usize,
+    /// Revisions this refresh left pending, for an admin to approve or reject.
+    pub pending: usize,
+    /// Tools created disabled because their definition has a `high` finding.
+    pub quarantined: usize,
     /// Operations the upstream defines that were not imported (`issues` says why).
     pub skipped: usize,
     /// Operations imported with less than the upstream defines (`issues` says what).
@@ -71,7 +91,7 @@ impl RefreshSummary {
 
     /// Whether the refresh changes the catalog.
     pub fn changed(&self) -> bool {
-        self.created + self.updated + self.deprecated + self.restored > 0
+        self.created + self.updated + self.deprecated + self.restored + self.pending > 0
     }
 }
 
@@ -82,7 +102,32 @@ pub enum ApplyError {
     IdTaken { id: String, owner: String },
 }
 
-/// Brings the tools of `source_id` in `catalog` in line with `imported`.
+/// Who approves what an import brings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// An admin's write of the source (creating it, or changing its config): the admin
+    /// approves what it imports, except that new tools with a `high` finding are created
+    /// disabled (`quarantined: <rule ids>`) and a rename is left pending.
+    Admin,
+    /// A refresh: what changed becomes a revision, handled as the source's pinning says.
+    Refresh(Pinning),
+}
+
+impl Approval {
+    /// Who approves what changed as it is found: the admin who writes the source, or
+    /// `refresh` under `warn`; `None` when it waits for an admin.
+    fn approver(self, stamp: &Stamp) -> Option<&str> {
+        match self {
+            Approval::Admin => Some(&stamp.by),
+            Approval::Refresh(Pinning::Warn) => Some(REFRESH_ACTOR),
+            Approval::Refresh(_) => None,
+        }
+    }
+}
+
+/// Brings the tools of `source_id` in `catalog` in line with `import`, as `approval` allows:
+/// definitions an admin has not approved become pending revisions (`catalog.revisions`) and
+/// the tools keep their approved definitions.
 ///
 /// Fails when an imported id is taken by a tool of another source; the catalog may then be
 /// half-changed, so callers apply imports to a copy (a catalog write's).
@@ -91,63 +136,388 @@ pub fn apply(
     source_id: &str,
     import: &Import,
     stamp: &Stamp,
+    approval: Approval,
 ) -> Result<RefreshSummary, ApplyError> {
-    let imported = &import.tools;
-    let mut summary = RefreshSummary::of_import(source_id, import);
-    let mut present = HashSet::new();
-    for upstream in imported {
-        let upstream = bounded(upstream);
-        let id = Tool::default_id(source_id, &upstream.operation_id);
-        present.insert(id.clone());
-        let hash = upstream.content_hash();
-        let record = Imported {
-            content_hash: hash.clone(),
-            name: upstream.name.clone(),
-            description: upstream.description.clone(),
-        };
-        let Some(tool) = catalog.tools.iter_mut().find(|t| t.id == id) else {
-            catalog
-                .tools
-                .push(new_tool(&id, source_id, &upstream, record, stamp));
-            summary.created += 1;
-            if upstream.deprecated {
-                summary.deprecated += 1;
+    let mut run = Run {
+        source_id,
+        stamp,
+        approval,
+        names: ToolNames::new(catalog.tools.iter().map(|t| t.name.as_str())),
+        hosts: source_hosts(catalog, source_id, import),
+        revisions: Revisions::take(&mut catalog.revisions, source_id),
+        summary: RefreshSummary::of_import(source_id, import),
+    };
+    let result = run.apply(catalog, import);
+    catalog.revisions = run.revisions.into_vec();
+    result.map(|()| run.summary)
+}
+
+/// One refresh under way.
+struct Run<'r> {
+    source_id: &'r str,
+    stamp: &'r Stamp,
+    approval: Approval,
+    names: ToolNames,
+    hosts: Vec<String>,
+    revisions: Revisions,
+    summary: RefreshSummary,
+}
+
+impl Run<'_> {
+    fn apply(&mut self, catalog: &mut Catalog, import: &Import) -> Result<(), ApplyError> {
+        let positions: HashMap<String, usize> = catalog
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(at, tool)| (tool.id.clone(), at))
+            .collect();
+        let mut present = HashSet::new();
+        let mut fresh = Vec::new();
+        for upstream in &import.tools {
+            let upstream = bounded(upstream);
+            let id = Tool::default_id(self.source_id, &upstream.operation_id);
+            present.insert(id.clone());
+            match positions.get(&id) {
+                None => fresh.push((id, upstream)),
+                Some(&at) => self.existing(&mut catalog.tools[at], &upstream)?,
             }
-            continue;
-        };
-        if tool.source_id != source_id {
+        }
+        let gone: Vec<usize> = (0..catalog.tools.len())
+            .filter(|&at| {
+                let tool = &catalog.tools[at];
+                tool.source_id == self.source_id
+                    && tool.imported.is_some()
+                    && !present.contains(&tool.id)
+            })
+            .collect();
+        let pairs = renames::pair(&catalog.tools, &gone, &fresh);
+        for (at, upstream) in fresh.iter().enumerate() {
+            match pairs.previous_of(at) {
+                Some(previous) => self.renamed(catalog, previous, upstream),
+                None => self.new_tool(catalog, upstream, pairs.unsure),
+            }
+        }
+        for at in gone {
+            if !pairs.is_paired(at) {
+                self.gone(&mut catalog.tools[at]);
+            }
+        }
+        self.revisions.withdraw_moot(&present);
+        Ok(())
+    }
+
+    /// A tool the catalog has: unchanged, restored or deprecated upstream, changed.
+    fn existing(&mut self, tool: &mut Tool, upstream: &ImportedTool) -> Result<(), ApplyError> {
+        if tool.source_id != self.source_id {
             return Err(ApplyError::IdTaken {
-                id,
+                id: tool.id.clone(),
                 owner: tool.source_id.clone(),
             });
         }
+        let hash = definition::hash(&upstream.definition);
+        let record = tool.imported.as_ref();
+        let approved = record.and_then(|r| r.definition_hash.as_deref());
+        // Imported before definitions were pinned, and the upstream still what was imported.
+        let adopted =
+            approved.is_none() && record.is_some_and(|r| r.content_hash == upstream.content_hash());
+        if approved == Some(hash.as_str()) || adopted {
+            self.unchanged(tool, upstream, hash);
+            return Ok(());
+        }
+        self.changed(tool, upstream, hash);
+        Ok(())
+    }
+
+    /// The upstream defines what was approved: a pending revision is withdrawn, and the
+    /// upstream's `deprecated` flag followed (fewer tools, or the approved one back).
+    fn unchanged(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String) {
+        let record = tool.imported.get_or_insert_with(|| record_of(upstream));
+        let mut touched = record.drift.take().is_some();
+        if record.definition_hash.is_none() {
+            record.definition_hash = Some(hash);
+            record.definition = Some(Arc::clone(&upstream.definition));
+        }
+        touched |= self.revisions.withdraw(&tool.id);
         let restored = tool.deprecated && !upstream.deprecated;
         let deprecated = !tool.deprecated && upstream.deprecated;
-        let changed = tool.imported.as_ref().map(|i| &i.content_hash) != Some(&hash);
-        if !restored && !deprecated && !changed {
-            summary.unchanged += 1;
-            continue;
-        }
-        if changed {
-            take_upstream(tool, &upstream, record);
-        }
         tool.deprecated = upstream.deprecated;
-        stamp.touched(tool);
         if restored {
-            summary.restored += 1;
+            self.summary.restored += 1;
         } else if deprecated {
-            summary.deprecated += 1;
+            self.summary.deprecated += 1;
         } else {
-            summary.updated += 1;
+            self.summary.unchanged += 1;
+        }
+        if restored || deprecated || touched {
+            self.stamp.touched(tool);
         }
     }
-    summary.deprecated += deprecate_gone(catalog, source_id, &present, stamp);
-    Ok(summary)
+
+    /// The upstream defines the tool otherwise: applied at once under `warn`, else pending.
+    fn changed(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String) {
+        let record = tool.imported.clone();
+        let approved_hash = record.as_ref().and_then(|r| r.definition_hash.clone());
+        let approved_definition = record.as_ref().and_then(|r| r.definition.clone());
+        let proposal = Proposal {
+            kind: RevisionKind::Changed,
+            tool_id: &tool.id,
+            previous_tool_id: None,
+            approved: approved_hash
+                .as_deref()
+                .map(|h| (h, approved_definition.as_deref())),
+            upstream: Some(upstream),
+        };
+        let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
+        let proposed = self.revisions.propose(
+            &proposal,
+            &context,
+            self.stamp,
+            self.approval.approver(self.stamp),
+        );
+        match proposed {
+            Proposed::Approved => {
+                take_upstream(tool, upstream, record_of(upstream));
+                tool.deprecated = upstream.deprecated;
+                self.summary.updated += 1;
+            }
+            Proposed::Pending | Proposed::Rejected => {
+                let record = tool.imported.get_or_insert_with(|| record_of(upstream));
+                let drift = Drift {
+                    upstream_hash: Some(hash),
+                    rejected: proposed == Proposed::Rejected,
+                };
+                if record.drift.as_ref() == Some(&drift) {
+                    self.summary.unchanged += 1;
+                    return;
+                }
+                record.drift = Some(drift);
+                if proposed == Proposed::Pending {
+                    self.summary.pending += 1;
+                }
+            }
+        }
+        self.stamp.touched(tool);
+    }
+
+    /// An imported tool the upstream no longer defines.
+    fn gone(&mut self, tool: &mut Tool) {
+        let record = tool.imported.clone().unwrap_or_else(|| Imported {
+            content_hash: String::new(),
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            definition_hash: None,
+            definition: None,
+            drift: None,
+        });
+        let already = record
+            .drift
+            .as_ref()
+            .is_some_and(|d| d.upstream_hash.is_none());
+        if already || (tool.deprecated && record.drift.is_none()) {
+            return;
+        }
+        let proposal = Proposal {
+            kind: RevisionKind::Removed,
+            tool_id: &tool.id,
+            previous_tool_id: None,
+            approved: record
+                .definition_hash
+                .as_deref()
+                .map(|h| (h, record.definition.as_deref())),
+            upstream: None,
+        };
+        let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
+        let proposed = self.revisions.propose(
+            &proposal,
+            &context,
+            self.stamp,
+            self.approval.approver(self.stamp),
+        );
+        let imported = tool.imported.get_or_insert(record.clone());
+        if proposed == Proposed::Approved {
+            imported.drift = None;
+            tool.deprecated = true;
+            self.summary.deprecated += 1;
+        } else {
+            imported.drift = Some(Drift {
+                upstream_hash: None,
+                rejected: proposed == Proposed::Rejected,
+            });
+            self.summary.pending += usize::from(proposed == Proposed::Pending);
+        }
+        self.stamp.touched(tool);
+    }
+
+    /// A tool the catalog does not have: created at once when an admin writes the source or the
+    /// pinning is `warn` (quarantined with a `high` finding), else pending.
+    ///
+    /// `unsure`: renames could not all be looked for (too many tools came and went at once);
+    /// then nothing new is approved by the refresh.
+    fn new_tool(
+        &mut self,
+        catalog: &mut Catalog,
+        (id, upstream): &(String, ImportedTool),
+        unsure: bool,
+    ) {
+        let approver = if unsure {
+            None
+        } else {
+            self.approval.approver(self.stamp)
+        };
+        let proposal = Proposal {
+            kind: RevisionKind::New,
+            tool_id: id,
+            previous_tool_id: None,
+            approved: None,
+            upstream: Some(upstream),
+        };
+        let context = context(
+            &self.names,
+            &self.hosts,
+            &upstream.name,
+            Some(&upstream.method),
+        );
+        let findings = findings::check(&upstream.definition, &context);
+        // What an admin's write imports is approved without a revision each (a new source of
+        // 10,000 tools is one approval, not 10,000 records).
+        let proposed = if self.approval == Approval::Admin {
+            Proposed::Approved
+        } else {
+            self.revisions
+                .propose(&proposal, &context, self.stamp, approver)
+        };
+        match proposed {
+            Proposed::Approved => {
+                let mut tool = new_tool(id, self.source_id, upstream, self.stamp);
+                if quarantine(&mut tool, &findings) {
+                    self.summary.quarantined += 1;
+                }
+                catalog.tools.push(tool);
+                self.summary.created += 1;
+                self.summary.deprecated += usize::from(upstream.deprecated);
+            }
+            Proposed::Pending => self.summary.pending += 1,
+            Proposed::Rejected => {}
+        }
+    }
+
+    /// A new tool that is a gone one renamed: always pending, whatever the pinning.
+    fn renamed(
+        &mut self,
+        catalog: &mut Catalog,
+        previous: usize,
+        (id, upstream): &(String, ImportedTool),
+    ) {
+        let old = &catalog.tools[previous];
+        let record = old.imported.clone();
+        let approved_hash = record.as_ref().and_then(|r| r.definition_hash.clone());
+        let approved_definition = record.as_ref().and_then(|r| r.definition.clone());
+        let old_id = old.id.clone();
+        let proposal = Proposal {
+            kind: RevisionKind::Renamed,
+            tool_id: id,
+            previous_tool_id: Some(&old_id),
+            approved: approved_hash
+                .as_deref()
+                .map(|h| (h, approved_definition.as_deref())),
+            upstream: Some(upstream),
+        };
+        let context = context(
+            &self.names,
+            &self.hosts,
+            &upstream.name,
+            Some(&upstream.method),
+        );
+        let proposed = self
+            .revisions
+            .propose(&proposal, &context, self.stamp, None);
+        self.summary.pending += usize::from(proposed == Proposed::Pending);
+        let old = &mut catalog.tools[previous];
+        let drift = Some(Drift {
+            upstream_hash: None,
+            rejected: proposed == Proposed::Rejected,
+        });
+        if let Some(imported) = old.imported.as_mut()
+            && imported.drift != drift
+        {
+            imported.drift = drift;
+            self.stamp.touched(old);
+        }
+    }
+}
+
+/// The findings context of a tool of this source named `name`.
+fn context<'c>(
+    names: &'c ToolNames,
+    hosts: &'c [String],
+    name: &'c str,
+    method: Option<&'c str>,
+) -> Context<'c> {
+    Context {
+        name,
+        method,
+        other_tools: names,
+        source_hosts: hosts,
+    }
+}
+
+/// Disables a new tool with a `high` finding (`quarantined: <rule ids>`); whether it did.
+fn quarantine(tool: &mut Tool, findings: &[Finding]) -> bool {
+    let mut rules: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::High)
+        .map(|f| f.rule.id())
+        .collect();
+    rules.dedup();
+    if rules.is_empty() {
+        return false;
+    }
+    tool.enabled = false;
+    tool.disabled_reason = Some(format!("quarantined: {}", rules.join(", ")));
+    true
+}
+
+/// The import record of a definition just approved.
+pub(crate) fn record_of(upstream: &ImportedTool) -> Imported {
+    Imported {
+        content_hash: upstream.content_hash(),
+        name: upstream.name.clone(),
+        description: upstream.description.clone(),
+        definition_hash: Some(definition::hash(&upstream.definition)),
+        definition: Some(Arc::clone(&upstream.definition)),
+        drift: None,
+    }
+}
+
+/// The hosts a source's definitions may name without a `foreign-url` finding: those of its
+/// config's URLs, and of the servers its definitions call.
+fn source_hosts(catalog: &Catalog, source_id: &str, import: &Import) -> Vec<String> {
+    let mut urls: Vec<&str> = Vec::new();
+    if let Some(source) = catalog.sources.iter().find(|s| s.id == source_id) {
+        for key in ["url", "base_url"] {
+            urls.extend(source.config.get(key).and_then(serde_json::Value::as_str));
+        }
+    }
+    for tool in &import.tools {
+        urls.extend(
+            tool.definition
+                .pointer("/request/server")
+                .and_then(serde_json::Value::as_str),
+        );
+    }
+    let mut hosts: Vec<String> = urls
+        .into_iter()
+        .filter_map(|url| reqwest::Url::parse(url).ok())
+        .filter_map(|url| url.host_str().map(str::to_ascii_lowercase))
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 /// Brings a changed tool's imported fields in line with `upstream`, whose `record` it keeps; a
 /// `name` or `description` an admin changed since the last import stays the admin's.
-fn take_upstream(tool: &mut Tool, upstream: &ImportedTool, record: Imported) {
+pub(crate) fn take_upstream(tool: &mut Tool, upstream: &ImportedTool, record: Imported) {
     let (overridden_name, overridden_description) = match &tool.imported {
         Some(previous) => (
             tool.name != previous.name,
@@ -171,30 +541,6 @@ fn take_upstream(tool: &mut Tool, upstream: &ImportedTool, record: Imported) {
     tool.imported = Some(record);
 }
 
-/// Marks deprecated the imported tools of `source_id` that the import no longer defines (not
-/// in `present`) and are not deprecated already; how many it marked. Hand-written tools (no
-/// import record) are left alone.
-fn deprecate_gone(
-    catalog: &mut Catalog,
-    source_id: &str,
-    present: &HashSet<String>,
-    stamp: &Stamp,
-) -> usize {
-    let mut deprecated = 0;
-    for tool in &mut catalog.tools {
-        if tool.source_id == source_id
-            && tool.imported.is_some()
-            && !tool.deprecated
-            && !present.contains(&tool.id)
-        {
-            tool.deprecated = true;
-            stamp.touched(tool);
-            deprecated += 1;
-        }
-    }
-    deprecated
-}
-
 /// Upstream names and descriptions cut to what the catalog accepts.
 fn bounded(tool: &ImportedTool) -> ImportedTool {
     let cut = |text: &str, max: usize| text.chars().take(max).collect::<String>();
@@ -209,13 +555,8 @@ fn bounded(tool: &ImportedTool) -> ImportedTool {
     }
 }
 
-fn new_tool(
-    id: &str,
-    source_id: &str,
-    upstream: &ImportedTool,
-    record: Imported,
-    stamp: &Stamp,
-) -> Tool {
+/// A tool made from `upstream`, its definition approved.
+pub(crate) fn new_tool(id: &str, source_id: &str, upstream: &ImportedTool, stamp: &Stamp) -> Tool {
     Tool {
         id: id.to_owned(),
         source_id: source_id.to_owned(),
@@ -237,7 +578,8 @@ fn new_tool(
         disabled_reason: None,
         service_config: Default::default(),
         arguments: Vec::new(),
-        imported: Some(record),
+        imported: Some(record_of(upstream)),
+        definition_hash: None,
         created_at: Some(stamp.at),
         updated_at: Some(stamp.at),
         created_by: Some(stamp.by.clone()),
@@ -246,209 +588,6 @@ fn new_tool(
 }
 
 #[cfg(test)]
-mod tests {
-    use chrono::Utc;
-    use serde_json::json;
-
-    use super::*;
-
-    fn upstream(op: &str, description: &str) -> ImportedTool {
-        ImportedTool {
-            operation_id: op.to_owned(),
-            name: op.to_owned(),
-            title: Some(format!("{op} title")),
-            description: description.to_owned(),
-            method: "GET".to_owned(),
-            path: format!("/{op}"),
-            tags: vec![],
-            input_schema: Arc::new(json!({"type": "object", "properties": {}})),
-            output_schema: None,
-            deprecated: false,
-        }
-    }
-
-    /// An import of `tools` with nothing skipped.
-    fn import(tools: &[ImportedTool]) -> Import {
-        Import {
-            tools: tools.to_vec(),
-            issues: Vec::new(),
-        }
-    }
-
-    fn stamp() -> Stamp {
-        Stamp {
-            at: Utc::now(),
-            by: "admin".to_owned(),
-        }
-    }
-
-    fn catalog() -> Catalog {
-        serde_json::from_value(json!({"sources": [{"id": "s", "name": "s", "type": "openapi"}]}))
-            .expect("catalog")
-    }
-
-    fn counts(s: &RefreshSummary) -> [usize; 5] {
-        [s.created, s.updated, s.deprecated, s.restored, s.unchanged]
-    }
-
-    #[test]
-    fn create_update_deprecate_restore() {
-        let mut c = catalog();
-        let s = apply(
-            &mut c,
-            "s",
-            &import(&[upstream("a", "A"), upstream("b", "B")]),
-            &stamp(),
-        )
-        .unwrap();
-        assert_eq!(counts(&s), [2, 0, 0, 0, 0]);
-        let s = apply(&mut c, "s", &import(&[upstream("a", "A2")]), &stamp()).unwrap();
-        assert_eq!(counts(&s), [0, 1, 1, 0, 0]);
-        assert!(c.tools.iter().find(|t| t.id == "s:b").unwrap().deprecated);
-        let s = apply(
-            &mut c,
-            "s",
-            &import(&[upstream("a", "A2"), upstream("b", "B")]),
-            &stamp(),
-        )
-        .unwrap();
-        assert_eq!(counts(&s), [0, 0, 0, 1, 1]);
-        assert!(s.changed(), "restoring a deprecated tool is a change");
-        assert!(
-            !c.tools.iter().find(|t| t.id == "s:b").unwrap().deprecated,
-            "the restored tool is no longer deprecated"
-        );
-        let s = apply(
-            &mut c,
-            "s",
-            &import(&[upstream("a", "A2"), upstream("b", "B")]),
-            &stamp(),
-        )
-        .unwrap();
-        assert!(!s.changed());
-    }
-
-    #[test]
-    fn the_title_follows_the_upstream() {
-        let mut c = catalog();
-        apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
-        assert_eq!(c.tools[0].title.as_deref(), Some("a title"));
-        let retitled = ImportedTool {
-            title: Some("Another".into()),
-            ..upstream("a", "A")
-        };
-        let s = apply(&mut c, "s", &import(&[retitled]), &stamp()).unwrap();
-        assert_eq!(s.updated, 1);
-        assert_eq!(c.tools[0].title.as_deref(), Some("Another"));
-        let untitled = ImportedTool {
-            title: None,
-            ..upstream("a", "A")
-        };
-        apply(&mut c, "s", &import(&[untitled]), &stamp()).unwrap();
-        assert_eq!(c.tools[0].title, None);
-    }
-
-    #[test]
-    fn deprecated_upstream_is_imported_deprecated_and_follows_the_flag() {
-        let mut c = catalog();
-        let deprecated = ImportedTool {
-            deprecated: true,
-            ..upstream("a", "A")
-        };
-        let s = apply(
-            &mut c,
-            "s",
-            &import(std::slice::from_ref(&deprecated)),
-            &stamp(),
-        )
-        .unwrap();
-        assert_eq!(counts(&s), [1, 0, 1, 0, 0]);
-        assert!(c.tools[0].deprecated);
-        let s = apply(
-            &mut c,
-            "s",
-            &import(std::slice::from_ref(&deprecated)),
-            &stamp(),
-        )
-        .unwrap();
-        assert_eq!(counts(&s), [0, 0, 0, 0, 1]);
-        let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
-        assert_eq!(counts(&s), [0, 0, 0, 1, 0]);
-        assert!(!c.tools[0].deprecated);
-        let s = apply(&mut c, "s", &import(&[deprecated]), &stamp()).unwrap();
-        assert_eq!(counts(&s), [0, 0, 1, 0, 0]);
-        assert!(c.tools[0].deprecated);
-    }
-
-    #[test]
-    fn skips_and_cuts_are_counted_and_listed() {
-        let mut c = catalog();
-        let issue = |outcome| ImportIssue {
-            operation: "GET /x".to_owned(),
-            operation_id: None,
-            outcome,
-            reason: "why".to_owned(),
-        };
-        let import = Import {
-            tools: vec![upstream("a", "A")],
-            issues: vec![issue(IssueOutcome::Skipped), issue(IssueOutcome::Cut)],
-        };
-        let s = apply(&mut c, "s", &import, &stamp()).unwrap();
-        assert_eq!((s.skipped, s.cut, s.issues.len()), (1, 1, 2));
-    }
-
-    #[test]
-    fn admin_overrides_and_flags_survive() {
-        let mut c = catalog();
-        apply(
-            &mut c,
-            "s",
-            &import(&[upstream("a", "A"), upstream("b", "B")]),
-            &stamp(),
-        )
-        .unwrap();
-        for tool in &mut c.tools {
-            tool.enabled = false;
-            tool.label_ids = vec!["l".into()];
-            if tool.id == "s:a" {
-                tool.name = "Admin name".into();
-            }
-        }
-        apply(
-            &mut c,
-            "s",
-            &import(&[upstream("a", "A new"), upstream("b", "B new")]),
-            &stamp(),
-        )
-        .unwrap();
-        let a = c.tools.iter().find(|t| t.id == "s:a").unwrap();
-        assert_eq!(
-            (a.name.as_str(), a.description.as_str()),
-            ("Admin name", "A new")
-        );
-        assert!(!a.enabled);
-        assert_eq!(a.label_ids, ["l"]);
-        let b = c.tools.iter().find(|t| t.id == "s:b").unwrap();
-        assert_eq!(b.description, "B new");
-    }
-
-    #[test]
-    fn hand_written_tools_are_left_alone() {
-        let mut c = catalog();
-        c.tools.push(
-            serde_json::from_value(
-                json!({"source_id": "s", "operation_id": "manual", "name": "m", "id": "s:manual"}),
-            )
-            .unwrap(),
-        );
-        let s = apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp()).unwrap();
-        assert_eq!(counts(&s), [1, 0, 0, 0, 0]);
-        assert!(
-            !c.tools
-                .iter()
-                .find(|t| t.id == "s:manual")
-                .unwrap()
-                .deprecated
-        );
-    }
-}
+mod pinning_tests;
+#[cfg(test)]
+mod tests;

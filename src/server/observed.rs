@@ -56,11 +56,11 @@ fn lookups((hits, misses): (u64, u64)) -> Vec<Reading> {
     vec![
         Reading {
             value: hits,
-            label: Some(("result", "hit")),
+            label: Some(("result", "hit".into())),
         },
         Reading {
             value: misses,
-            label: Some(("result", "miss")),
+            label: Some(("result", "miss".into())),
         },
     ]
 }
@@ -123,6 +123,7 @@ pub(super) fn register(metrics: &Metrics, gateway: Observed) {
     } = gateway;
     register_caches(metrics, manifests, decisions, mcp_tools);
     register_streams(metrics, hub.clone());
+    let revisions = catalog.clone();
     metrics.observe(
         ReadingKind::Gauge,
         "toolgate.catalog.revision",
@@ -130,6 +131,23 @@ pub(super) fn register(metrics: &Metrics, gateway: Observed) {
         move || {
             read(&catalog, |catalog| {
                 vec![Reading::of(catalog.snapshot().revision())]
+            })
+        },
+    );
+    metrics.observe(
+        ReadingKind::Gauge,
+        "toolgate.tool.revisions.pending",
+        "Revisions of imported tools awaiting an admin's decision, per source",
+        move || {
+            read(&revisions, |catalog| {
+                let snapshot = catalog.snapshot();
+                crate::service::revisions::pending_by_source(snapshot.catalog())
+                    .into_iter()
+                    .map(|(source, count)| Reading {
+                        value: count as u64,
+                        label: Some(("source_id", source.to_owned().into())),
+                    })
+                    .collect()
             })
         },
     );
@@ -214,7 +232,7 @@ fn register_streams(metrics: &Metrics, hub: Weak<StreamHub>) {
                     .iter()
                     .map(|&kind| Reading {
                         value: hub.events_sent(kind),
-                        label: Some(("event", kind.name())),
+                        label: Some(("event", kind.name().into())),
                     })
                     .collect()
             })
@@ -232,11 +250,11 @@ fn register_streams(metrics: &Metrics, hub: Weak<StreamHub>) {
                 vec![
                     Reading {
                         value: budget.queued() as u64,
-                        label: Some(("state", "queued")),
+                        label: Some(("state", "queued".into())),
                     },
                     Reading {
                         value: budget.being_written() as u64,
-                        label: Some(("state", "writing")),
+                        label: Some(("state", "writing".into())),
                     },
                 ]
             })

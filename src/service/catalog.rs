@@ -51,6 +51,10 @@ pub enum AuditAction {
     Replace,
     /// The seed catalog loaded at start.
     Seed,
+    /// A pending revision of an imported tool approved.
+    Approve,
+    /// A pending revision of an imported tool rejected.
+    Reject,
 }
 
 impl AuditAction {
@@ -65,6 +69,8 @@ impl AuditAction {
             AuditAction::Refresh => "refresh",
             AuditAction::Replace => "replace",
             AuditAction::Seed => "seed",
+            AuditAction::Approve => "approve",
+            AuditAction::Reject => "reject",
         }
     }
 }
@@ -94,6 +100,7 @@ impl Focus {
             EntityKind::Labels => catalog.labels.iter().position(|e| e.id == self.id),
             EntityKind::Groups => catalog.groups.iter().position(|e| e.id == self.id),
             EntityKind::Policies => catalog.policies.iter().position(|e| e.id == self.id),
+            EntityKind::Revisions => catalog.revisions.iter().position(|e| e.id == self.id),
         };
         let Some(position) = position else {
             return errors;

@@ -52,6 +52,14 @@ pub(super) fn changes_between(old: &Catalog, new: &Catalog) -> Vec<Change> {
         |e| &e.id,
         |e| Entity::Policy(e.clone()),
     );
+    collection(
+        &mut changes,
+        EntityKind::Revisions,
+        &old.revisions,
+        &new.revisions,
+        |e| &e.id,
+        |e| Entity::Revision(e.clone()),
+    );
     changes
 }
 

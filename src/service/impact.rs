@@ -26,14 +26,18 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::commands::{Edit, apply_create, apply_delete, apply_replace, apply_update};
+use super::commands::{
+    Edit, apply_create, apply_decision, apply_delete, apply_replace, apply_update,
+};
 use super::entity::CatalogEntity;
 use super::{Actor, CatalogService, CommandError, Focus, Manifests, Precondition, WriteError};
 use crate::domain::claims::Claims;
+use crate::domain::findings::Rule;
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
 use crate::domain::snapshot::Snapshot;
 use crate::domain::stamp::Stamp;
 use crate::domain::validate::{ErrorKind, FieldError};
+use crate::ingest::decide::Decision;
 use crate::store::EntityKind;
 use crate::telemetry::Metrics;
 
@@ -48,6 +52,9 @@ pub enum Proposal {
         id: String,
         op: ChangeOp,
     },
+    /// A pending revision of an imported tool approved (`{"collection": "revisions", "id",
+    /// "op": "approve"}`) or rejected (`"op": "reject"`).
+    Revision { id: String, approve: bool },
 }
 
 /// What happens to the entity of a [`Proposal::Change`].
@@ -211,6 +218,21 @@ async fn run(
                 })
                 .await?
         }
+        Proposal::Revision { id, approve } => {
+            // What approving does, whatever the admin will have to acknowledge.
+            let decision = if approve {
+                Decision::Approve {
+                    acknowledge: Rule::ALL.iter().map(|r| r.id().to_owned()).collect(),
+                }
+            } else {
+                Decision::Reject
+            };
+            catalog
+                .preview(None, precondition, |current| {
+                    apply_decision(current, &id, &decision, None, &stamp).map(drop)
+                })
+                .await?
+        }
         Proposal::Change { kind, id, op } => {
             let change = Change {
                 catalog,
@@ -225,6 +247,14 @@ async fn run(
                 EntityKind::Labels => change.preview::<Label>().await?,
                 EntityKind::Groups => change.preview::<ToolGroup>().await?,
                 EntityKind::Policies => change.preview::<AccessPolicy>().await?,
+                EntityKind::Revisions => {
+                    return Err(WriteError::Invalid(vec![FieldError {
+                        field: "change.op".to_owned(),
+                        message: "a revision is approved or rejected, not written".to_owned(),
+                        kind: ErrorKind::Invalid,
+                    }])
+                    .into());
+                }
             }
         }
     };

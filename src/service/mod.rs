@@ -23,6 +23,7 @@ mod precondition;
 mod published;
 pub mod read;
 pub mod refresh_log;
+pub mod revisions;
 pub mod seen;
 pub mod threads;
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup};
+use crate::domain::revision::Revision;
 
 pub mod embedded;
 pub mod mongo;
@@ -29,15 +30,19 @@ pub enum EntityKind {
     Labels,
     Groups,
     Policies,
+    /// Revisions of imported tools: not an admin collection (no CRUD), written by refreshes
+    /// and decisions.
+    Revisions,
 }
 
 impl EntityKind {
-    pub const ALL: [EntityKind; 5] = [
+    pub const ALL: [EntityKind; 6] = [
         EntityKind::Sources,
         EntityKind::Tools,
         EntityKind::Labels,
         EntityKind::Groups,
         EntityKind::Policies,
+        EntityKind::Revisions,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -47,6 +52,7 @@ impl EntityKind {
             EntityKind::Labels => "labels",
             EntityKind::Groups => "groups",
             EntityKind::Policies => "policies",
+            EntityKind::Revisions => "revisions",
         }
     }
 
@@ -58,6 +64,7 @@ impl EntityKind {
             EntityKind::Labels => "label",
             EntityKind::Groups => "group",
             EntityKind::Policies => "policy",
+            EntityKind::Revisions => "revision",
         }
     }
 }
@@ -73,6 +80,7 @@ pub enum Subject {
     Labels,
     Groups,
     Policies,
+    Revisions,
     Catalog,
 }
 
@@ -84,6 +92,7 @@ impl Subject {
             Subject::Labels => "labels",
             Subject::Groups => "groups",
             Subject::Policies => "policies",
+            Subject::Revisions => "revisions",
             Subject::Catalog => "catalog",
         }
     }
@@ -96,6 +105,7 @@ impl Subject {
             Subject::Labels => Some(EntityKind::Labels),
             Subject::Groups => Some(EntityKind::Groups),
             Subject::Policies => Some(EntityKind::Policies),
+            Subject::Revisions => Some(EntityKind::Revisions),
             Subject::Catalog => None,
         }
     }
@@ -109,6 +119,7 @@ impl From<EntityKind> for Subject {
             EntityKind::Labels => Subject::Labels,
             EntityKind::Groups => Subject::Groups,
             EntityKind::Policies => Subject::Policies,
+            EntityKind::Revisions => Subject::Revisions,
         }
     }
 }
@@ -124,6 +135,7 @@ pub enum Entity {
     Label(Label),
     Group(ToolGroup),
     Policy(AccessPolicy),
+    Revision(Revision),
 }
 
 impl Entity {
@@ -134,6 +146,7 @@ impl Entity {
             Entity::Label(_) => EntityKind::Labels,
             Entity::Group(_) => EntityKind::Groups,
             Entity::Policy(_) => EntityKind::Policies,
+            Entity::Revision(_) => EntityKind::Revisions,
         }
     }
 
@@ -144,6 +157,7 @@ impl Entity {
             Entity::Label(e) => &e.id,
             Entity::Group(e) => &e.id,
             Entity::Policy(e) => &e.id,
+            Entity::Revision(e) => &e.id,
         }
     }
 }

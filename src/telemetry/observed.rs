@@ -4,6 +4,7 @@
 //! Telemetry knows nothing of those parts: the server hands in what to read (instruments are
 //! passed in, telemetry imports nothing above it).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use opentelemetry::KeyValue;
@@ -12,11 +13,12 @@ use opentelemetry::metrics::Meter;
 use super::striped::StripedCounter;
 
 /// One value read at collection, with at most one label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
     pub value: u64,
-    /// `(key, value)` of the label, if any.
-    pub label: Option<(&'static str, &'static str)>,
+    /// `(key, value)` of the label, if any (a value of the catalog, such as a source id, is
+    /// owned).
+    pub label: Option<(&'static str, Cow<'static, str>)>,
 }
 
 impl Reading {

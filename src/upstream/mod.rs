@@ -138,6 +138,23 @@ impl CallResult {
     }
 }
 
+/// The tool error of a call whose upstream definition differs from the approved one.
+pub(crate) fn awaiting_approval() -> CallResult {
+    CallResult::failure(
+        CallOutcome::NotExecutable,
+        "definition changed upstream; awaiting approval",
+        None,
+    )
+}
+
+/// Whether the last refresh found the upstream's definition of `tool` other than the approved
+/// one (changed or gone).
+fn drifted(tool: &Tool) -> bool {
+    tool.imported
+        .as_ref()
+        .is_some_and(|imported| imported.drift.is_some())
+}
+
 fn error_content(text: String) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
@@ -281,6 +298,11 @@ impl Upstream {
     ) -> CallResult {
         let client = &self.client;
         let target = (source, settings);
+        // The last refresh found the upstream's tool other than the one approved: what a call
+        // would do there is not what an admin approved.
+        if drifted(tool) {
+            return awaiting_approval();
+        }
         match source.kind() {
             Some(SourceType::Mcp) => {
                 mcp_server::call(&self.sessions, client, self.limits, target, tool, arguments).await

@@ -52,6 +52,17 @@ impl Default for Documents {
     }
 }
 
+/// Where the approved definition says a call of `tool` goes and how its inputs are sent; `None`
+/// for a tool without one (written by hand, or imported before definitions were pinned).
+fn approved_request(tool: &Tool) -> Option<&Value> {
+    tool.imported
+        .as_ref()?
+        .definition
+        .as_deref()?
+        .get("request")
+        .filter(|request| !request.is_null())
+}
+
 /// A call made ready: the request, the server URL it must stay on, the source's headers.
 struct Prepared {
     planned: PlannedRequest,
@@ -137,7 +148,16 @@ impl Call<'_> {
                 .await
                 .map_err(document_failure)?;
             match request_shape(&document.value, method, path) {
-                Ok(shape) => return Ok(shape),
+                Ok(shape) => match approved_request(tool) {
+                    Some(approved) if *approved != shape.to_json() => {
+                        if !fresh && written_after(tool, &document) {
+                            self.documents.pool.forget(&source.id, &document).await;
+                            continue;
+                        }
+                        return Err(super::awaiting_approval());
+                    }
+                    _ => return Ok(shape),
+                },
                 Err(_) if !fresh && written_after(tool, &document) => {
                     self.documents.pool.forget(&source.id, &document).await;
                 }

@@ -97,7 +97,7 @@ async fn petstore_operations_become_tools_with_resolved_schemas() {
     assert_eq!(
         reply.json()["import"],
         json!({"source_id": "pets", "imported": 4, "created": 4, "updated": 0, "deprecated": 0,
-               "restored": 0, "unchanged": 0, "skipped": 0, "cut": 0})
+               "restored": 0, "unchanged": 0, "skipped": 0, "cut": 0, "pending": 0, "quarantined": 0})
     );
     let pet_id = json!({"type": "integer", "format": "int64", "description": "The pet's id"});
     let new_pet = json!({
@@ -212,7 +212,8 @@ async fn yaml_text_and_generated_ids_and_openapi_3_1_cycles() {
     let spec = SpecServer::start(&read_fixture("openapi/tree-3.1.json")).await;
     let reply = create_source(
         &gateway,
-        json!({"id": "trees", "name": "Trees", "type": "openapi", "config": {"url": spec.url}}),
+        json!({"id": "trees", "name": "Trees", "type": "openapi",
+               "config": {"url": spec.url, "pinning": "warn"}}),
     )
     .await;
     assert_eq!(
@@ -259,7 +260,8 @@ async fn swagger_2_and_bad_configs_are_rejected_and_change_nothing() {
     let spec = SpecServer::start(&read_fixture("openapi/swagger-2.0.json")).await;
     let problem = create_source(
         &gateway,
-        json!({"id": "old", "name": "Old", "type": "openapi", "config": {"url": spec.url}}),
+        json!({"id": "old", "name": "Old", "type": "openapi",
+               "config": {"url": spec.url, "pinning": "warn"}}),
     )
     .await
     .problem(422);
@@ -308,7 +310,8 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     let spec = SpecServer::start(&petstore).await;
     let reply = create_source(
         &gateway,
-        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"url": spec.url}}),
+        json!({"id": "pets", "name": "Petstore", "type": "openapi",
+               "config": {"url": spec.url, "pinning": "warn"}}),
     )
     .await;
     assert_eq!(reply.status, 201);
@@ -340,7 +343,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 0, "updated": 0, "deprecated": 0,
-               "restored": 0, "unchanged": 4, "skipped": 0, "cut": 0, "revision": 3})
+               "restored": 0, "unchanged": 4, "skipped": 0, "cut": 0, "revision": 3, "pending": 0, "quarantined": 0})
     );
     assert_eq!(before.header("x-catalog-revision"), Some("3"));
 
@@ -359,7 +362,7 @@ async fn refresh_diffs_by_content_and_keeps_admin_fields() {
     assert_eq!(
         reply.json(),
         json!({"source_id": "pets", "imported": 4, "created": 1, "updated": 2, "deprecated": 1,
-               "restored": 0, "unchanged": 1, "skipped": 0, "cut": 0, "revision": 4})
+               "restored": 0, "unchanged": 1, "skipped": 0, "cut": 0, "revision": 4, "pending": 0, "quarantined": 0})
     );
     let tools = imported_tools(&gateway, "pets").await;
     let by_id = |id: &str| tools.iter().find(|t| t["id"] == id).unwrap().clone();
@@ -619,7 +622,8 @@ async fn mcp_server_tools_are_imported_refreshed_and_reach_agents() {
     );
     let reply = create_source(
         &gateway,
-        json!({"id": "docs", "name": "Docs MCP", "type": "mcp", "config": {"url": server.url}}),
+        json!({"id": "docs", "name": "Docs MCP", "type": "mcp",
+               "config": {"url": server.url, "pinning": "warn"}}),
     )
     .await;
     assert_eq!(
@@ -737,7 +741,8 @@ async fn imported_tools_appear_on_live_streams_through_group_selectors() {
     // of exactly its own new tools.
     create_source(
         &gateway,
-        json!({"id": "docs", "name": "Docs MCP", "type": "mcp", "config": {"url": server.url}}),
+        json!({"id": "docs", "name": "Docs MCP", "type": "mcp",
+               "config": {"url": server.url, "pinning": "warn"}}),
     )
     .await
     .expect(reqwest::StatusCode::CREATED);
@@ -810,7 +815,7 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
     let reply = create_source(
         &gateway,
         json!({"id": "p", "name": "p", "type": "mcp",
-               "config": {"url": server.url, "refresh_interval_secs": 10}}),
+               "config": {"url": server.url, "refresh_interval_secs": 10, "pinning": "warn"}}),
     )
     .await;
     assert_eq!(
@@ -862,7 +867,8 @@ async fn a_failing_refresh_is_visible_on_the_source_and_a_read_writes_back() {
     let gateway = Gateway::start().await;
     create_source(
         &gateway,
-        json!({"id": "pets", "name": "Petstore", "type": "openapi", "config": {"url": spec.url}}),
+        json!({"id": "pets", "name": "Petstore", "type": "openapi",
+               "config": {"url": spec.url, "pinning": "warn"}}),
     )
     .await
     .expect(reqwest::StatusCode::CREATED);

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use support::gateway::{Gateway, Reply, config, hs_settings};
+use support::gateway::{Gateway, config, hs_settings};
+use support::mcp_rpc::{call, initialize, post, request};
 use support::sse::{Item, Next, SseClient};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -73,91 +74,6 @@ fn token(sub: &str, roles: &[&str]) -> String {
 
 fn reader() -> String {
     token("agent-r", &["reader"])
-}
-
-/// One POST to `/mcp` with `headers` besides the JSON content type.
-async fn post(
-    gateway: &Gateway,
-    token: Option<&str>,
-    headers: &[(&str, &str)],
-    body: Value,
-) -> Reply {
-    let mut request = gateway
-        .client
-        .post(format!("{}/mcp", gateway.base))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(serde_json::to_vec(&body).expect("json"));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.send().await.expect("request reaches the gateway");
-    Reply {
-        status: response.status(),
-        headers: response.headers().clone(),
-        body: response.bytes().await.expect("body").to_vec(),
-    }
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// A 2025 session: `initialize` at `version`, then `notifications/initialized`.
-async fn initialize(gateway: &Gateway, token: &str, version: &str) -> (String, Value) {
-    let reply = post(
-        gateway,
-        Some(token),
-        &[],
-        request(
-            1,
-            "initialize",
-            json!({"protocolVersion": version, "capabilities": {},
-                                        "clientInfo": {"name": "test", "version": "1"}}),
-        ),
-    )
-    .await
-    .expect(StatusCode::OK);
-    let session = reply
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_owned();
-    let result = reply.json()["result"].clone();
-    let negotiated = result["protocolVersion"]
-        .as_str()
-        .expect("a version")
-        .to_owned();
-    post(
-        gateway,
-        Some(token),
-        &[
-            ("mcp-session-id", &session),
-            ("mcp-protocol-version", &negotiated),
-        ],
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await
-    .expect(StatusCode::ACCEPTED);
-    (session, result)
-}
-
-/// A request of a 2025 session.
-async fn call(gateway: &Gateway, token: &str, session: &str, method: &str, params: Value) -> Value {
-    post(
-        gateway,
-        Some(token),
-        &[
-            ("mcp-session-id", session),
-            ("mcp-protocol-version", "2025-11-25"),
-        ],
-        request(2, method, params),
-    )
-    .await
-    .expect(StatusCode::OK)
-    .json()
 }
 
 /// `DELETE /mcp` of `session` with `token`: the status.

@@ -4,9 +4,12 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
+use toolgate::domain::findings::{Finding, Rule, Severity};
+use toolgate::domain::imported::ImportedTool;
 use toolgate::domain::model::{
-    AccessPolicy, Catalog, ClaimMatcher, Label, Selector, Source, Tool, ToolGroup,
+    AccessPolicy, Catalog, ClaimMatcher, Drift, Imported, Label, Selector, Source, Tool, ToolGroup,
 };
+use toolgate::domain::revision::{Revision, RevisionKind, RevisionStatus};
 use toolgate::store::{AuditRecord, Change, Commit, Entity, EntityKind, Subject};
 
 /// `2026-01-01T00:00:00Z` plus `seconds` and a few nanoseconds.
@@ -55,7 +58,20 @@ pub fn tool(id: &str) -> Tool {
         disabled_reason: Some("under review".to_owned()),
         service_config: Default::default(),
         arguments: Vec::new(),
-        imported: None,
+        imported: Some(Imported {
+            content_hash: "c0ffee".to_owned(),
+            name: format!("{id} tool"),
+            description: "refunds a payment".to_owned(),
+            definition_hash: Some("ab".repeat(32)),
+            definition: Some(
+                json!({"tool": {"name": id, "annotations": {"readOnlyHint": false}}}).into(),
+            ),
+            drift: Some(Drift {
+                upstream_hash: Some("cd".repeat(32)),
+                rejected: true,
+            }),
+        }),
+        definition_hash: Some("ab".repeat(32)),
         created_at: Some(at(3)),
         updated_at: Some(at(4)),
         created_by: Some("alice".to_owned()),
@@ -150,6 +166,47 @@ pub fn one_of_each(id: &str) -> Catalog {
         labels: vec![label(id)],
         groups: vec![group(id)],
         policies: vec![policy(id)],
+        revisions: vec![revision(id)],
+    }
+}
+
+/// A decided revision with every optional field set.
+pub fn revision(id: &str) -> Revision {
+    Revision {
+        id: id.to_owned(),
+        tool_id: id.to_owned(),
+        source_id: "billing".to_owned(),
+        kind: RevisionKind::Renamed,
+        previous_tool_id: Some(format!("{id}-old")),
+        previous_hash: Some("ab".repeat(32)),
+        hash: Some("cd".repeat(32)),
+        diff: json!([{"op": "replace", "path": "/tool/name", "value": id}]).into(),
+        findings: vec![Finding {
+            rule: Rule::HiddenUnicode,
+            severity: Severity::High,
+            path: "/tool/description".to_owned(),
+            excerpt: "refunds U+E0041".to_owned(),
+        }],
+        detected_at: at(5),
+        status: RevisionStatus::Approved,
+        decided_by: Some("carol".to_owned()),
+        decided_at: Some(at(6)),
+        reason: Some("same tool".to_owned()),
+        acknowledged: vec!["hidden-unicode".to_owned()],
+        definition: Some(json!({"tool": {"name": id}}).into()),
+        proposed: Some(ImportedTool {
+            operation_id: id.to_owned(),
+            name: id.to_owned(),
+            title: Some("Refund".to_owned()),
+            description: "refunds".to_owned(),
+            method: "MCP".to_owned(),
+            path: format!("mcp://billing/{id}"),
+            tags: vec!["destructive".to_owned()],
+            input_schema: json!({"type": "object"}).into(),
+            output_schema: Some(json!({"type": "object"}).into()),
+            deprecated: true,
+            definition: Default::default(),
+        }),
     }
 }
 
@@ -159,7 +216,8 @@ pub fn puts(catalog: &Catalog) -> Vec<Change> {
         .chain(catalog.tools.iter().cloned().map(Entity::Tool))
         .chain(catalog.labels.iter().cloned().map(Entity::Label))
         .chain(catalog.groups.iter().cloned().map(Entity::Group))
-        .chain(catalog.policies.iter().cloned().map(Entity::Policy));
+        .chain(catalog.policies.iter().cloned().map(Entity::Policy))
+        .chain(catalog.revisions.iter().cloned().map(Entity::Revision));
     entities.map(Change::Put).collect()
 }
 

@@ -137,6 +137,7 @@ pub async fn delete_removes_and_a_missing_id_is_not_an_error(store: Arc<dyn Cata
         EntityKind::Labels,
         EntityKind::Groups,
         EntityKind::Policies,
+        EntityKind::Revisions,
     ]
     .into_iter()
     .flat_map(|kind| {

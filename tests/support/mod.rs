@@ -8,6 +8,7 @@ pub mod jwks_server;
 pub mod keys;
 pub mod logged;
 pub mod mcp_driver;
+pub mod mcp_rpc;
 pub mod mongo;
 pub mod process;
 pub mod random_catalog;

@@ -328,6 +328,7 @@ pub fn catalog_strategy() -> impl Strategy<Value = Catalog> {
                 labels,
                 groups,
                 policies,
+                revisions: Vec::new(),
             }
         })
 }

@@ -180,6 +180,16 @@ impl McpServer {
         }
     }
 
+    /// Changes what the server says of its tools, and its instructions: the whole tools file
+    /// (see `tests/fixtures/mcp_server.py`).
+    pub fn offer_value(&self, file: &serde_json::Value) {
+        std::fs::write(
+            self.tools_file.path(),
+            serde_json::to_vec(file).expect("json"),
+        )
+        .expect("write the tools file");
+    }
+
     /// Changes the tools the server offers (re-read on every tools/list).
     pub fn offer(&self, tools: &[&str]) {
         std::fs::write(

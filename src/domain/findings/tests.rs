@@ -9,7 +9,7 @@ fn rules(definition: Value, context: &Context<'_>) -> Vec<(&'static str, String)
         .collect()
 }
 
-fn context<'c>(others: &'c [String], hosts: &'c [String]) -> Context<'c> {
+fn context<'c>(others: &'c ToolNames, hosts: &'c [String]) -> Context<'c> {
     Context {
         name: "list_invoices",
         method: Some("GET"),
@@ -20,7 +20,7 @@ fn context<'c>(others: &'c [String], hosts: &'c [String]) -> Context<'c> {
 
 #[test]
 fn each_rule_finds_what_it_names_and_where() {
-    let others = vec!["send_email".to_owned(), "get".to_owned()];
+    let others = ToolNames::new(["send_email", "get"]);
     let hosts = vec!["api.billing.example".to_owned()];
     let ctx = context(&others, &hosts);
     let cases: Vec<(Value, Vec<(&str, &str)>)> = vec![
@@ -81,7 +81,7 @@ fn each_rule_finds_what_it_names_and_where() {
 
 #[test]
 fn ordinary_definitions_have_no_findings() {
-    let others = vec!["get_invoice".to_owned(), "refund".to_owned()];
+    let others = ToolNames::new(["get_invoice", "refund"]);
     let hosts = vec!["api.billing.example".to_owned()];
     let ctx = context(&others, &hosts);
     for definition in [
@@ -100,7 +100,7 @@ fn ordinary_definitions_have_no_findings() {
 
 #[test]
 fn annotations_that_contradict_the_name_or_method() {
-    let (others, hosts) = (Vec::new(), Vec::new());
+    let (others, hosts) = (ToolNames::default(), Vec::new());
     let mut ctx = context(&others, &hosts);
     ctx.name = "delete_customer";
     ctx.method = None;
@@ -135,7 +135,8 @@ fn annotations_that_contradict_the_name_or_method() {
 #[test]
 fn excerpts_show_hidden_characters_and_stay_short() {
     let definition = json!({"description": format!("a\u{E0041}{}", "x".repeat(200))});
-    let found = check(&definition, &Context::default());
+    let names = ToolNames::default();
+    let found = check(&definition, &context(&names, &[]));
     assert_eq!(found[0].severity, Severity::High);
     assert!(
         found[0].excerpt.starts_with("aU+E0041x"),

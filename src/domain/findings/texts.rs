@@ -78,12 +78,7 @@ pub(super) fn check(text: &str, path: &str, context: &Context<'_>, out: &mut Vec
     if let Some(url) = foreign_url(text, context.source_hosts) {
         push(out, Rule::ForeignUrl, path, url);
     }
-    if let Some(name) = context
-        .other_tools
-        .iter()
-        .filter(|name| name.len() >= 4 && name.as_str() != context.name)
-        .find(|name| names(text, name))
-    {
+    if let Some(name) = context.other_tools.first_in(text, context.name) {
         push(out, Rule::CrossToolReference, path, name);
     }
 }
@@ -140,14 +135,4 @@ fn foreign_url<'t>(text: &'t str, hosts: &[String]) -> Option<&'t str> {
                 .then(|| &rest[..url_end])
         })
         .next()
-}
-
-/// Whether `text` names `name` as a word (not inside a longer identifier).
-fn names(text: &str, name: &str) -> bool {
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
-        !part(before) && !part(after)
-    })
 }

@@ -47,6 +47,7 @@ impl<'c> Readable<'c> {
             labels,
             groups,
             policies,
+            revisions: _,
         } = catalog;
         Readable {
             sources: sources.iter().map(secrets::redacted).collect(),

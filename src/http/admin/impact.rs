@@ -18,6 +18,7 @@ use crate::http::AppState;
 use crate::http::errors::ApiError;
 use crate::http::extract::{Admin, JsonBody};
 use crate::service::impact::{ChangeOp, ImpactRequest, Proposal, preview};
+use crate::store::EntityKind;
 
 /// The most claim sets one request may name (more is a 422 at `claims_sets`).
 pub(crate) const MAX_CLAIM_SETS: usize = 10_000;
@@ -45,7 +46,8 @@ pub(crate) struct ImpactBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ChangeBody {
-    /// `sources`, `tools`, `labels`, `groups` or `policies`.
+    /// `sources`, `tools`, `labels`, `groups`, `policies`, or `revisions` (with `op`
+    /// `approve` or `reject`).
     collection: String,
     id: String,
     op: Op,
@@ -62,6 +64,10 @@ enum Op {
     Put,
     Patch,
     Delete,
+    /// A pending revision approved (`collection: revisions`).
+    Approve,
+    /// A pending revision rejected (`collection: revisions`).
+    Reject,
 }
 
 pub(crate) async fn impact(
@@ -126,6 +132,9 @@ fn proposal(catalog: Option<Catalog>, change: Option<ChangeBody>) -> Result<Prop
             ));
         }
     };
+    if change.collection == EntityKind::Revisions.as_str() {
+        return revision_proposal(change);
+    }
     let kind = COLLECTIONS
         .iter()
         .find(|c| c.kind.as_str() == change.collection)
@@ -157,11 +166,41 @@ fn proposal(catalog: Option<Catalog>, change: Option<ChangeBody>) -> Result<Prop
         (Op::Put | Op::Patch, _) => {
             return Err(invalid("change.body", "must be a JSON object"));
         }
+        (Op::Approve | Op::Reject, _) => {
+            return Err(invalid(
+                "change.op",
+                "approve and reject are operations on revisions (collection 'revisions')",
+            ));
+        }
     };
     Ok(Proposal::Change {
         kind,
         id: change.id,
         op,
+    })
+}
+
+/// `{"collection": "revisions", "id", "op": "approve" | "reject"}`.
+fn revision_proposal(change: ChangeBody) -> Result<Proposal, ApiError> {
+    if change.id.is_empty() {
+        return Err(invalid("change.id", "the id of the revision".to_owned()));
+    }
+    if change.body.is_some() {
+        return Err(invalid("change.body", "an approval takes no body"));
+    }
+    let approve = match change.op {
+        Op::Approve => true,
+        Op::Reject => false,
+        _ => {
+            return Err(invalid(
+                "change.op",
+                "a revision is approved or rejected: op must be 'approve' or 'reject'",
+            ));
+        }
+    };
+    Ok(Proposal::Revision {
+        id: change.id,
+        approve,
     })
 }
 

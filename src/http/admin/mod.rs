@@ -8,6 +8,7 @@ pub(crate) mod crud;
 pub(crate) mod impact;
 pub(crate) mod preview;
 pub(crate) mod refresh;
+pub(crate) mod revisions;
 pub(crate) mod tools;
 
 use std::borrow::Cow;
@@ -80,6 +81,10 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         ("/admin/impact", post(impact::impact)),
         ("/admin/catalog", get(catalog::read).put(catalog::replace)),
         ("/admin/audit", get(audit::list)),
+        ("/admin/revisions", get(revisions::list)),
+        ("/admin/revisions/{id}", get(revisions::read)),
+        ("/admin/revisions/{id}/approve", post(revisions::approve)),
+        ("/admin/revisions/{id}/reject", post(revisions::reject)),
     ]);
     for collection in COLLECTIONS {
         router = router.merge((collection.routes)(&collection.path()));

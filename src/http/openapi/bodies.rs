@@ -176,6 +176,15 @@ pub(super) struct AuditPage {
     next_cursor: Option<String>,
 }
 
+/// One page of revisions of imported tools, pending first.
+#[derive(Serialize, ToSchema)]
+pub(super) struct RevisionPage {
+    data: Vec<super::model::RevisionSchema>,
+    count: usize,
+    /// Pass as `cursor` to get the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
 /// `GET /healthz`.
 #[derive(Serialize, ToSchema)]
 pub(super) struct Health {

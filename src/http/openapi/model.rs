@@ -131,6 +131,10 @@ pub struct ToolSchema {
     /// What the last import of the tool's source set (absent for tools written by hand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     imported: Option<ImportedSchema>,
+    /// SHA-256 (hex) of the RFC 8785 canonical JSON of the approved upstream definition, for
+    /// imported tools. Set by the server; ignored in request bodies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     created_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +165,109 @@ pub struct ImportedSchema {
     name: String,
     #[serde(default)]
     description: String,
+    /// The approved definition's hash (SHA-256 of its RFC 8785 canonical JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    definition_hash: Option<String>,
+    /// The approved definition: the upstream's tool object and server instructions (`mcp`),
+    /// or the operation (`openapi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    definition: Option<Value>,
+    /// How the upstream differs from the approved definition as of the last refresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    drift: Option<DriftSchema>,
+}
+
+/// How an upstream's definition of a tool differs from the approved one.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Drift)]
+pub struct DriftSchema {
+    /// The hash of what the upstream defines now; absent when it no longer defines the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    upstream_hash: Option<String>,
+    /// An admin rejected it: the approved definition stays served.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    rejected: bool,
+}
+
+/// A revision of an imported tool: what the upstream changed, and what an admin decided.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Revision)]
+pub struct RevisionSchema {
+    id: String,
+    /// The tool (for `renamed`, under its new name).
+    tool_id: String,
+    source_id: String,
+    kind: RevisionKindSchema,
+    /// For `renamed`: the tool under its old name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_tool_id: Option<String>,
+    /// The approved definition's hash when the revision was detected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_hash: Option<String>,
+    /// The upstream definition's hash (absent for `removed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hash: Option<String>,
+    /// RFC 6902 JSON Patch from the approved definition to the upstream's.
+    #[schema(value_type = Vec<Object>)]
+    diff: Value,
+    findings: Vec<FindingSchema>,
+    detected_at: DateTime<Utc>,
+    status: RevisionStatusSchema,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_at: Option<DateTime<Utc>>,
+    /// Why the admin decided so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// The `high` rule ids the approving admin acknowledged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    acknowledged: Vec<String>,
+    /// The upstream's definition (absent for `removed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    definition: Option<Value>,
+    /// The catalog fields the definition maps to, applied on approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    proposed: Option<Value>,
+}
+
+/// What happened upstream.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = RevisionKind)]
+pub enum RevisionKindSchema {
+    New,
+    Changed,
+    Removed,
+    Renamed,
+}
+
+/// Where a revision stands.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = RevisionStatus)]
+pub enum RevisionStatusSchema {
+    Pending,
+    Approved,
+    Rejected,
+}
+
+/// A deterministic finding on a definition.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Finding)]
+pub struct FindingSchema {
+    /// `hidden-unicode`, `model-directed`, `cross-tool-reference`, `secret-path`,
+    /// `foreign-url`, `credential-parameter`, `annotation-contradiction`.
+    rule: String,
+    /// `high` (quarantines a new tool; approving needs it acknowledged) or `medium`.
+    severity: String,
+    /// JSON Pointer into the definition.
+    path: String,
+    /// The text around what the rule found (hidden characters as `U+XXXX`).
+    excerpt: String,
 }
 
 /// A free-form marker admins attach to tools; selectors can require labels.

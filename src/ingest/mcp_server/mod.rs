@@ -49,14 +49,29 @@ pub async fn list_tools(
         .map_err(ingest_error)?;
     let result = list_all(&mut session).await;
     session.close().await;
-    let tools = result.map_err(ingest_error)?;
+    let (instructions, tools) = result.map_err(ingest_error)?;
     tools
         .iter()
-        .map(|tool| tool_from_mcp(source_name, tool))
+        .map(|tool| {
+            let mut imported = tool_from_mcp(source_name, tool)?;
+            imported.definition = Arc::new(definition(tool, instructions.as_ref()));
+            Ok(imported)
+        })
         .collect()
 }
 
-/// Converts one entry of a `tools/list` result.
+/// A tool's definition (`crate::domain::definition`): the upstream's whole tool object, and the
+/// server's `instructions` (which every client puts before the model too).
+pub fn definition(tool: &Value, instructions: Option<&Value>) -> Value {
+    let mut definition = serde_json::Map::new();
+    definition.insert("tool".to_owned(), tool.clone());
+    if let Some(instructions) = instructions {
+        definition.insert("instructions".to_owned(), instructions.clone());
+    }
+    Value::Object(definition)
+}
+
+/// Converts one entry of a `tools/list` result (its definition without server instructions).
 pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, IngestError> {
     let name = tool
         .get("name")
@@ -114,6 +129,7 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
         input_schema,
         output_schema,
         deprecated: false,
+        definition: Arc::new(definition(tool, None)),
     })
 }
 
@@ -133,9 +149,15 @@ fn ingest_error(error: McpError) -> IngestError {
     }
 }
 
-/// The handshake, then every page of `tools/list`.
-async fn list_all(session: &mut McpSession) -> Result<Vec<Value>, McpError> {
-    session.initialize().await?;
+/// The handshake, then every page of `tools/list`: the server's `instructions` (when it gives
+/// some) and the tools.
+async fn list_all(session: &mut McpSession) -> Result<(Option<Value>, Vec<Value>), McpError> {
+    let instructions = session
+        .initialize()
+        .await?
+        .get("instructions")
+        .filter(|instructions| !instructions.is_null())
+        .cloned();
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
@@ -158,7 +180,7 @@ async fn list_all(session: &mut McpSession) -> Result<Vec<Value>, McpError> {
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
         if cursor.is_none() {
-            return Ok(tools);
+            return Ok((instructions, tools));
         }
     }
     Err(McpError::Invalid(format!(

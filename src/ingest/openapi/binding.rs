@@ -32,6 +32,15 @@ impl ParameterLocation {
         }
     }
 
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ParameterLocation::Path => "path",
+            ParameterLocation::Query => "query",
+            ParameterLocation::Header => "header",
+            ParameterLocation::Cookie => "cookie",
+        }
+    }
+
     /// The `style` OpenAPI assumes when a parameter names none.
     pub fn default_style(self) -> &'static str {
         match self {
@@ -81,6 +90,31 @@ pub struct RequestShape {
     /// document), variables replaced by their defaults; may be relative. `None` when the
     /// document lists no server (OpenAPI then means `/`).
     pub server: Option<String>,
+}
+
+impl RequestShape {
+    /// The shape as it appears in a definition: where every input goes, and the server.
+    pub fn to_json(&self) -> Value {
+        let parameters: Vec<Value> = self
+            .parameters
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "property": p.property, "name": p.name, "in": p.location.as_str(),
+                    "style": p.style, "explode": p.explode, "content": p.content,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "method": self.method,
+            "path": self.path,
+            "server": self.server,
+            "parameters": parameters,
+            "body": self.body.as_ref().map(|body| serde_json::json!({
+                "content_type": body.content_type, "required": body.required,
+            })),
+        })
+    }
 }
 
 /// The request shape of the operation `method` `path` of `document`; the reason when the

@@ -76,6 +76,30 @@ impl<'d> Importer<'d> {
         Ok(shared)
     }
 
+    /// The operation's definition (`crate::domain::definition`): what a call is made from and
+    /// what an agent reads, references resolved.
+    fn definition(
+        &self,
+        op: &Operation<'d>,
+        operation_id: &str,
+        input_schema: &Value,
+        output_schema: Option<&Arc<Value>>,
+    ) -> Value {
+        let text = |key: &str| op.operation.get(key).cloned().unwrap_or(Value::Null);
+        let request = request_shape(self.resolver.root, op.method, op.path)
+            .map_or(Value::Null, |shape| shape.to_json());
+        serde_json::json!({
+            "operation_id": operation_id,
+            "method": upper(op.method),
+            "path": op.path,
+            "summary": text("summary"),
+            "description": text("description"),
+            "request": request,
+            "input_schema": input_schema,
+            "output_schema": output_schema.map(|schema| &**schema),
+        })
+    }
+
     /// One operation as a tool, with the issue saying what was cut from it if anything was; or
     /// the issue saying why it is skipped. `seen` maps the operation ids taken so far to the
     /// operations that took them.
@@ -105,7 +129,9 @@ impl<'d> Importer<'d> {
             outcome: IssueOutcome::Cut,
             ..skip(reason)
         });
+        let definition = self.definition(op, &operation_id, &input_schema, output_schema.as_ref());
         let tool = ImportedTool {
+            definition: Arc::new(definition),
             name: operation_id.clone(),
             title: super::title(operation.get("summary").and_then(Value::as_str)),
             description: description(operation, at),

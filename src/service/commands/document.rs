@@ -65,6 +65,10 @@ pub fn apply_replace(
     restamp(&mut next.labels, &catalog.labels, stamp, &mut notes);
     restamp(&mut next.groups, &catalog.groups, stamp, &mut notes);
     restamp(&mut next.policies, &catalog.policies, stamp, &mut notes);
+    // Revisions are not part of the document: they stay (normalising drops those of sources
+    // the document no longer has).
+    next.revisions = std::mem::take(&mut catalog.revisions);
+    next.normalize();
     let counts = Counts::of(&next);
     *catalog = next;
     Ok((notes, counts))

@@ -12,6 +12,7 @@
 
 mod document;
 mod refresh;
+mod revisions;
 
 use std::sync::Arc;
 
@@ -20,7 +21,8 @@ use serde_json::{Map, Value};
 
 pub use self::document::{Counts, apply_replace};
 pub use self::refresh::RefreshTrigger;
-use self::refresh::{apply_import, refresh_source};
+use self::refresh::{ImportedBy, apply_import, refresh_source};
+pub use self::revisions::apply_decision;
 use super::WriteError;
 use super::entity::CatalogEntity;
 use super::{
@@ -397,7 +399,7 @@ pub fn apply_create<E: CatalogEntity>(
     E::all_mut(catalog).push(entity);
     let mut summary = None;
     if let Some(import) = imported {
-        let (done, refresh) = apply_import(catalog, &id, import, stamp)?;
+        let (done, refresh) = apply_import(catalog, &id, import, stamp, ImportedBy::AdminWrite)?;
         notes.extend(refresh);
         summary = Some(done);
     }
@@ -442,7 +444,7 @@ pub fn apply_update<E: CatalogEntity>(
     items[position] = next.clone();
     let mut notes = vec![note(AuditAction::Update, id, Some(&before), Some(&next))];
     if let Some(import) = imported {
-        let (_, refresh) = apply_import(catalog, id, import, stamp)?;
+        let (_, refresh) = apply_import(catalog, id, import, stamp, ImportedBy::AdminWrite)?;
         notes.extend(refresh);
     }
     Ok((notes, next))

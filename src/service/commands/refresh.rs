@@ -4,8 +4,9 @@
 
 use super::{CommandError, Written};
 use crate::domain::model::{Catalog, SourceType};
+use crate::domain::source_config::Pinning;
 use crate::domain::stamp::Stamp;
-use crate::ingest::refresh::{self, RefreshSummary};
+use crate::ingest::refresh::{self, Approval, RefreshSummary};
 use crate::ingest::{self, Import};
 use crate::service::{
     Actor, AuditAction, AuditNote, CatalogService, Mutation, Precondition, WriteError,
@@ -80,7 +81,7 @@ pub(super) async fn refresh_source(
             if !current.sources.iter().any(|s| s.id == id) {
                 return Err(not_found());
             }
-            let (summary, notes) = apply_import(current, id, &import, stamp)?;
+            let (summary, notes) = apply_import(current, id, &import, stamp, ImportedBy::Refresh)?;
             Ok(Mutation {
                 notes,
                 value: summary,
@@ -90,6 +91,14 @@ pub(super) async fn refresh_source(
     Ok(Written { value, revision })
 }
 
+/// Why an import is applied: an admin wrote the source (created it, or changed its config; the
+/// admin approves what it imports) or it was refreshed (what changed follows its pinning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ImportedBy {
+    AdminWrite,
+    Refresh,
+}
+
 /// Applies an import to `catalog` and returns its summary with the audit note of the refresh
 /// (none when nothing changed).
 pub(super) fn apply_import(
@@ -97,8 +106,20 @@ pub(super) fn apply_import(
     source_id: &str,
     import: &Import,
     stamp: &Stamp,
+    by: ImportedBy,
 ) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
-    let summary = refresh::apply(catalog, source_id, import, stamp).map_err(|error| {
+    let approval = match by {
+        ImportedBy::AdminWrite => Approval::Admin,
+        ImportedBy::Refresh => Approval::Refresh(
+            catalog
+                .sources
+                .iter()
+                .find(|s| s.id == source_id)
+                .map(Pinning::of)
+                .unwrap_or_default(),
+        ),
+    };
+    let summary = refresh::apply(catalog, source_id, import, stamp, approval).map_err(|error| {
         WriteError::Conflict {
             reason: error.to_string(),
             in_the_way: Vec::new(),

@@ -6,7 +6,7 @@ use crate::domain::validate::{ErrorKind, FieldError};
 
 /// The fields of a [`Tool`] as written in a body: in a seed's tier-2 descriptor, every other
 /// key is a config value of the service.
-const TOOL_FIELDS: [&str; 25] = [
+const TOOL_FIELDS: [&str; 26] = [
     "id",
     "source_id",
     "operation_id",
@@ -28,6 +28,7 @@ const TOOL_FIELDS: [&str; 25] = [
     "service_config",
     "arguments",
     "imported",
+    "definition_hash",
     "created_at",
     "updated_at",
     "created_by",

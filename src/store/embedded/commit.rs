@@ -75,6 +75,7 @@ fn put(txn: &WriteTransaction, entity: &Entity) -> Result<(), StoreError> {
         Entity::Label(e) => tables::encode(e),
         Entity::Group(e) => tables::encode(e),
         Entity::Policy(e) => tables::encode(e),
+        Entity::Revision(e) => tables::encode(e),
     };
     let id = entity.id();
     let mut rows = txn
@@ -90,7 +91,8 @@ fn replace_all(txn: &WriteTransaction, catalog: &Catalog) -> Result<(), StoreErr
     fill(txn, tables::TOOLS, &catalog.tools, |e| &e.id)?;
     fill(txn, tables::LABELS, &catalog.labels, |e| &e.id)?;
     fill(txn, tables::GROUPS, &catalog.groups, |e| &e.id)?;
-    fill(txn, tables::POLICIES, &catalog.policies, |e| &e.id)
+    fill(txn, tables::POLICIES, &catalog.policies, |e| &e.id)?;
+    fill(txn, tables::REVISIONS, &catalog.revisions, |e| &e.id)
 }
 
 /// Empties `table` and writes `entities` into it (a later duplicate id wins, as with puts).

@@ -21,6 +21,7 @@ pub(super) fn load(db: &Database) -> Result<StoredCatalog, StoreError> {
         labels: collection(&txn, tables::LABELS)?,
         groups: collection(&txn, tables::GROUPS)?,
         policies: collection(&txn, tables::POLICIES)?,
+        revisions: collection(&txn, tables::REVISIONS)?,
     };
     Ok(StoredCatalog { catalog, revision })
 }

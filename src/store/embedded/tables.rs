@@ -20,9 +20,11 @@ pub(super) const TOOLS: Collection = TableDefinition::new("tools");
 pub(super) const LABELS: Collection = TableDefinition::new("labels");
 pub(super) const GROUPS: Collection = TableDefinition::new("groups");
 pub(super) const POLICIES: Collection = TableDefinition::new("policies");
+pub(super) const REVISIONS: Collection = TableDefinition::new("revisions");
 
-/// Every collection table, in the order a catalog document lists them.
-pub(super) const COLLECTIONS: [Collection; 5] = [SOURCES, TOOLS, LABELS, GROUPS, POLICIES];
+/// Every collection table, in the order a catalog document lists them (revisions last).
+pub(super) const COLLECTIONS: [Collection; 6] =
+    [SOURCES, TOOLS, LABELS, GROUPS, POLICIES, REVISIONS];
 
 /// Counters: [`REVISION`] and [`LAST_AUDIT_SEQ`]. A missing key reads as 0.
 pub(super) const META: TableDefinition<'static, &'static str, u64> = TableDefinition::new("meta");
@@ -44,6 +46,7 @@ pub(super) fn collection(kind: EntityKind) -> Collection {
         EntityKind::Labels => LABELS,
         EntityKind::Groups => GROUPS,
         EntityKind::Policies => POLICIES,
+        EntityKind::Revisions => REVISIONS,
     }
 }
 

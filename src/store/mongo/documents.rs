@@ -22,12 +22,13 @@ pub(super) const AUDIT: &str = "audit";
 pub(super) const JOURNAL: &str = "journal";
 
 /// The entity collections, in the order a catalog lists them.
-pub(super) const ENTITY_KINDS: [EntityKind; 5] = [
+pub(super) const ENTITY_KINDS: [EntityKind; 6] = [
     EntityKind::Sources,
     EntityKind::Tools,
     EntityKind::Labels,
     EntityKind::Groups,
     EntityKind::Policies,
+    EntityKind::Revisions,
 ];
 
 /// The collection holding entities of `kind`.

@@ -49,6 +49,7 @@ pub(super) async fn load(db: &Database) -> Result<StoredCatalog, StoreError> {
             labels: entities(db, EntityKind::Labels).await?,
             groups: entities(db, EntityKind::Groups).await?,
             policies: entities(db, EntityKind::Policies).await?,
+            revisions: entities(db, EntityKind::Revisions).await?,
         };
         if read_meta(db).await? == before {
             return Ok(StoredCatalog {

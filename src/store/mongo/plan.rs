@@ -89,6 +89,7 @@ fn put(entity: &Entity) -> Result<Op, StoreError> {
         Entity::Label(e) => to_json(e),
         Entity::Group(e) => to_json(e),
         Entity::Policy(e) => to_json(e),
+        Entity::Revision(e) => to_json(e),
     };
     Ok(Op::Put {
         kind,
@@ -115,6 +116,10 @@ fn replace_all(catalog: &Catalog, ops: &mut Vec<Op>) {
             EntityKind::Groups => catalog.groups.iter().for_each(|e| fill(&e.id, to_json(e))),
             EntityKind::Policies => catalog
                 .policies
+                .iter()
+                .for_each(|e| fill(&e.id, to_json(e))),
+            EntityKind::Revisions => catalog
+                .revisions
                 .iter()
                 .for_each(|e| fill(&e.id, to_json(e))),
         }
@@ -196,7 +201,7 @@ mod tests {
             })
             .collect();
         assert_eq!(labels, ["clear", "x", "y"]);
-        assert_eq!(ops.len(), 5 + 2, "one clear per collection and two puts");
+        assert_eq!(ops.len(), 6 + 2, "one clear per collection and two puts");
     }
 
     #[test]

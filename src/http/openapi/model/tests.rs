@@ -47,7 +47,10 @@ fn full_catalog() -> Catalog {
             "available_in_states": ["s"], "next_state": "n", "version": "1",
             "disabled_reason": "r", "service_config": {"k": "v"},
             "arguments": [{"name": "q", "type": "string", "description": "d"}],
-            "imported": {"content_hash": "h", "name": "t", "description": "d"}}))],
+            "imported": {"content_hash": "h", "name": "t", "description": "d",
+                         "definition_hash": "dh", "definition": {"tool": {}},
+                         "drift": {"upstream_hash": "u", "rejected": true}},
+            "definition_hash": "dh"}))],
         "labels": [with(json!({"id": "l", "name": "l", "description": "d", "color": "#fff"}))],
         "groups": [with(json!({"id": "g", "name": "g", "description": "d", "active": false,
             "selectors": [{"source_pattern": "a", "name_pattern": "b", "path_pattern": "c",
@@ -116,7 +119,18 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         groups: vec![group_explained.clone()],
         tools: vec![tool_explained.clone()],
     };
-    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 17] = [
+    let revision: crate::domain::revision::Revision = serde_json::from_value(json!({
+        "id": "r", "tool_id": "s:t", "source_id": "s", "kind": "renamed",
+        "previous_tool_id": "s:o", "previous_hash": "a", "hash": "b", "diff": [],
+        "findings": [{"rule": "hidden-unicode", "severity": "high", "path": "/tool", "excerpt": "x"}],
+        "detected_at": "2026-01-01T00:00:00Z", "status": "approved", "decided_by": "a",
+        "decided_at": "2026-01-01T00:00:00Z", "reason": "r", "acknowledged": ["hidden-unicode"],
+        "definition": {"tool": {}},
+        "proposed": {"operation_id": "t", "name": "t", "description": "d", "method": "MCP",
+                     "path": "mcp://s/t", "input_schema": {}}
+    }))
+    .expect("a revision");
+    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 20] = [
         ("Catalog", keys(&catalog), properties::<CatalogSchema>()),
         (
             "Source",
@@ -189,6 +203,17 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
             "ToolExplanation",
             keys(&tool_explained),
             properties::<ToolExplanationSchema>(),
+        ),
+        (
+            "Drift",
+            keys(&tool.imported.as_ref().and_then(|i| i.drift.clone())),
+            properties::<DriftSchema>(),
+        ),
+        ("Revision", keys(&revision), properties::<RevisionSchema>()),
+        (
+            "Finding",
+            keys(&revision.findings[0]),
+            properties::<FindingSchema>(),
         ),
     ];
     for (name, model, mirror) in pairs {

@@ -1,0 +1,201 @@
+//! A tool's **definition**: everything an agent or the upstream acts on, as the upstream gives
+//! it (API.md, "Approved tool definitions"), and the hashes that tell one definition from another.
+//!
+//! - `mcp`: `{"tool": <the upstream's whole tool object>, "instructions": <the server's>}`
+//!   (`instructions` absent when the server gives none).
+//! - `openapi`: `{"operation_id", "method", "path", "server", "summary", "description",
+//!   "request": {parameters with where each goes, the body's media type}, "input_schema",
+//!   "output_schema"}`, schemas with their references resolved, so a change anywhere a call
+//!   or an agent reads is a change of the definition.
+//!
+//! [`hash`] is SHA-256 over the RFC 8785 (JCS) canonical form: the same definition hashes the
+//! same whatever the key order or number spelling of the upstream's JSON.
+//! [`nameless_hash`] leaves out what names the tool, so that a tool renamed and otherwise
+//! untouched is found ([`nearly_same`] finds one edited a little besides).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// SHA-256 (lowercase hex) of the JCS canonical form of `definition`.
+pub fn hash(definition: &Value) -> String {
+    let canonical = canonical(definition);
+    hex(&Sha256::digest(canonical.as_bytes()))
+}
+
+/// [`hash`] of `definition` without what names the tool (an MCP tool's `name`, an OpenAPI
+/// operation's `operation_id`).
+pub fn nameless_hash(definition: &Value) -> String {
+    let mut nameless = definition.clone();
+    if let Some(tool) = nameless.get_mut("tool").and_then(Value::as_object_mut) {
+        tool.remove("name");
+    }
+    if let Some(definition) = nameless.as_object_mut() {
+        definition.remove("operation_id");
+    }
+    hash(&nameless)
+}
+
+/// RFC 8785 canonical JSON. `serde_json` values always canonicalise (string keys, finite
+/// numbers); the fallback keeps a hash defined should that ever change: it is the plain
+/// serialisation, which still changes whenever the definition does.
+fn canonical(value: &Value) -> String {
+    serde_json_canonicalizer::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(64), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// The texts and schema of a definition that [`nearly_same`] compares.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shape {
+    /// An OpenAPI operation's method: another method is another tool.
+    method: Option<String>,
+    /// Lowercased words of the description and title.
+    words: BTreeSet<String>,
+    /// `path:type` of every property of the input schema, nested ones included.
+    properties: BTreeSet<String>,
+}
+
+/// How alike two shapes must be, each part, to be one tool renamed: a renamer cannot dodge
+/// this by editing a word or two, or adding a property.
+const NEARLY: f64 = 0.75;
+
+impl Shape {
+    /// The shape of a definition of either kind.
+    pub fn of(definition: &Value) -> Shape {
+        let tool = definition.get("tool").unwrap_or(definition);
+        let mut words = BTreeSet::new();
+        for key in ["description", "title", "summary"] {
+            if let Some(text) = tool.get(key).and_then(Value::as_str) {
+                words.extend(
+                    text.split(|c: char| !c.is_alphanumeric())
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_lowercase),
+                );
+            }
+        }
+        let schema = tool
+            .get("inputSchema")
+            .or_else(|| tool.get("input_schema"))
+            .unwrap_or(&Value::Null);
+        let mut properties = BTreeSet::new();
+        collect_properties(schema, "", &mut properties, 0);
+        let method = definition
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Shape {
+            method,
+            words,
+            properties,
+        }
+    }
+}
+
+/// Whether two definitions are nearly the same tool: the same method (OpenAPI), descriptions
+/// that share most words and input schemas most properties (Jaccard ≥ 0.75 each). Tools
+/// without any text are never nearly the same (only an exact match pairs them).
+pub fn nearly_same(a: &Shape, b: &Shape) -> bool {
+    a.method == b.method
+        && !a.words.is_empty()
+        && !b.words.is_empty()
+        && jaccard(&a.words, &b.words) >= NEARLY
+        && jaccard(&a.properties, &b.properties) >= NEARLY
+}
+
+fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let shared = a.intersection(b).count();
+    let all = a.len() + b.len() - shared;
+    shared as f64 / all as f64
+}
+
+/// Deep enough for any real schema; a deeper one is compared on what is above.
+const MAX_PROPERTY_DEPTH: usize = 8;
+
+fn collect_properties(schema: &Value, prefix: &str, out: &mut BTreeSet<String>, depth: usize) {
+    if depth == MAX_PROPERTY_DEPTH {
+        return;
+    }
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        let path = format!("{prefix}{name}");
+        let kind = property
+            .get("type")
+            .map(Value::to_string)
+            .unwrap_or_default();
+        out.insert(format!("{path}:{kind}"));
+        collect_properties(property, &format!("{path}."), out, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_hash_is_sha256_of_the_canonical_form() {
+        // RFC 8785: keys sorted, no white space, numbers in their shortest ECMAScript form.
+        let a = json!({"b": 1.0, "a": [1e2, "x"]});
+        assert_eq!(canonical(&a), r#"{"a":[100,"x"],"b":1}"#);
+        assert_eq!(
+            hash(&json!({})),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+        let reordered: Value = serde_json::from_str(r#"{"a":[100.0,"x"],"b":1}"#).unwrap();
+        assert_eq!(hash(&a), hash(&reordered));
+        assert_ne!(hash(&a), hash(&json!({"a": [100, "y"], "b": 1})));
+    }
+
+    #[test]
+    fn the_nameless_hash_leaves_out_the_name_only() {
+        let a = json!({"tool": {"name": "read_file", "description": "Reads"}});
+        let b = json!({"tool": {"name": "readFile", "description": "Reads"}});
+        assert_ne!(hash(&a), hash(&b));
+        assert_eq!(nameless_hash(&a), nameless_hash(&b));
+        let c = json!({"tool": {"name": "readFile", "description": "Reads!"}});
+        assert_ne!(nameless_hash(&a), nameless_hash(&c));
+        let op = |id: &str| json!({"operation_id": id, "method": "GET", "path": "/x"});
+        assert_eq!(nameless_hash(&op("a")), nameless_hash(&op("b")));
+    }
+
+    #[test]
+    fn a_small_edit_is_nearly_the_same_a_new_tool_is_not() {
+        let tool = |description: &str, properties: Value| {
+            Shape::of(&json!({"tool": {"description": description,
+                "inputSchema": {"type": "object", "properties": properties}}}))
+        };
+        let original = tool(
+            "Reads a file from the workspace and returns its text content",
+            json!({"path": {"type": "string"}, "encoding": {"type": "string"}}),
+        );
+        let edited = tool(
+            "Reads a file from the workspace and returns its full text content",
+            json!({"path": {"type": "string"}, "encoding": {"type": "string"}}),
+        );
+        assert!(nearly_same(&original, &edited));
+        let other = tool(
+            "Sends an email to a recipient",
+            json!({"to": {"type": "string"}, "body": {"type": "string"}}),
+        );
+        assert!(!nearly_same(&original, &other));
+        let retyped = tool(
+            "Reads a file from the workspace and returns its text content",
+            json!({"path": {"type": "array"}, "encoding": {"type": "integer"}}),
+        );
+        assert!(!nearly_same(&original, &retyped), "a schema of other types");
+    }
+}
