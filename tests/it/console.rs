@@ -6,8 +6,9 @@
 use crate::support;
 
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
+use reqwest::header::{LOCATION, SET_COOKIE};
 use serde_json::json;
+use support::console_http::{Browser, Page, session_cookie};
 use support::gateway::Gateway;
 
 fn catalog() -> serde_json::Value {
@@ -25,103 +26,6 @@ fn catalog() -> serde_json::Value {
                       "claim_matchers": [{"json_path": "roles", "operator": "contains",
                                           "value": "reader"}]}]
     })
-}
-
-/// A client that shows redirects instead of following them.
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
-
-struct Browser {
-    base: String,
-    client: reqwest::Client,
-    cookie: Option<String>,
-    csrf: Option<String>,
-}
-
-struct Page {
-    status: StatusCode,
-    headers: HeaderMap,
-    text: String,
-}
-
-impl Browser {
-    fn new(gateway: &Gateway) -> Browser {
-        Browser {
-            base: gateway.base.clone(),
-            client: client(),
-            cookie: None,
-            csrf: None,
-        }
-    }
-
-    fn origin(&self) -> String {
-        self.base.clone()
-    }
-
-    async fn send(&self, request: reqwest::RequestBuilder) -> Page {
-        let request = match &self.cookie {
-            Some(cookie) => request.header("cookie", format!("toolgate_console={cookie}")),
-            None => request,
-        };
-        let response = request.send().await.expect("the gateway answers");
-        Page {
-            status: response.status(),
-            headers: response.headers().clone(),
-            text: response.text().await.expect("text"),
-        }
-    }
-
-    async fn get(&mut self, path: &str) -> Page {
-        let page = self
-            .send(self.client.get(format!("{}{path}", self.base)))
-            .await;
-        if let Some(csrf) = csrf_of(&page.text) {
-            self.csrf = Some(csrf);
-        }
-        page
-    }
-
-    async fn post(&self, path: &str, origin: Option<&str>, form: &[(&str, &str)]) -> Page {
-        let mut request = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(serde_urlencoded::to_string(form).expect("form"));
-        if let Some(origin) = origin {
-            request = request.header("origin", origin);
-        }
-        self.send(request).await
-    }
-
-    async fn sign_in(&mut self, token: &str) -> Page {
-        let page = self
-            .post(
-                "/console/sign-in",
-                Some(&self.origin()),
-                &[("token", token)],
-            )
-            .await;
-        if let Some(cookie) = session_cookie(&page.headers) {
-            self.cookie = Some(cookie);
-        }
-        page
-    }
-}
-
-fn csrf_of(html: &str) -> Option<String> {
-    let at = html.find("name=\"csrf\" value=\"")? + "name=\"csrf\" value=\"".len();
-    Some(html[at..].split('"').next()?.to_owned())
-}
-
-fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(SET_COOKIE)?.to_str().ok()?;
-    let value = value.strip_prefix("toolgate_console=")?;
-    Some(value.split(';').next()?.to_owned()).filter(|id| !id.is_empty())
 }
 
 fn assert_secured(page: &Page, what: &str) {

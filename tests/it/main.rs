@@ -18,6 +18,7 @@ mod conditional_instances;
 mod conformance_core;
 mod console;
 mod console_browser;
+mod console_revisions;
 mod console_sso;
 mod decision_bounds;
 mod decision_model;

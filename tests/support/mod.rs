@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod conformance;
+pub mod console_http;
 pub mod gateway;
 pub mod jwks_server;
 pub mod keys;

@@ -12,7 +12,7 @@
 //! - [`html`]: HTML answers that need no session (the head, the error page); [`page`]: the
 //!   shell of a signed-in page (navigation, sign-out) and errors shown in it.
 //! - [`sign_in`], [`tools`], [`entities`] (groups, policies, sources, labels), [`impact`],
-//!   [`view_as`], [`audit`], [`live`]: the pages.
+//!   [`view_as`], [`audit`], [`live`], [`revisions`]: the pages.
 //!
 //! Console routes are not in [`super::routes::ROUTES`]: that table is the JSON API the OpenAPI
 //! document describes; these are HTML for people, and each one a console test drives.
@@ -25,6 +25,7 @@ mod html;
 mod impact;
 mod live;
 mod page;
+mod revisions;
 pub mod session;
 mod sign_in;
 pub mod sso;
@@ -69,6 +70,11 @@ pub fn routes() -> Router<AppState> {
         .route("/console/audit", get(audit::page))
         .route("/console/live", get(live::page))
         .route("/console/live/fragment", get(live::fragment))
+        .route("/console/revisions", get(revisions::list))
+        .route(
+            "/console/revisions/{id}",
+            get(revisions::show).post(revisions::decide),
+        )
         .route(
             "/console/sources/{id}/refresh",
             axum::routing::post(entities::refresh),

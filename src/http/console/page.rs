@@ -20,10 +20,11 @@ pub(super) enum Nav {
     ViewAs,
     Audit,
     Live,
+    Revisions,
 }
 
 impl Nav {
-    const ALL: [Nav; 8] = [
+    const ALL: [Nav; 9] = [
         Nav::Tools,
         Nav::Groups,
         Nav::Policies,
@@ -32,6 +33,7 @@ impl Nav {
         Nav::ViewAs,
         Nav::Audit,
         Nav::Live,
+        Nav::Revisions,
     ];
 
     const fn name(self) -> &'static str {
@@ -44,6 +46,7 @@ impl Nav {
             Nav::ViewAs => "View as",
             Nav::Audit => "Audit",
             Nav::Live => "Live",
+            Nav::Revisions => "Revisions",
         }
     }
 
@@ -57,6 +60,7 @@ impl Nav {
             Nav::ViewAs => "/console/view-as",
             Nav::Audit => "/console/audit",
             Nav::Live => "/console/live",
+            Nav::Revisions => "/console/revisions",
         }
     }
 }
