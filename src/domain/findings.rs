@@ -100,7 +100,7 @@ pub struct Context<'c> {
     pub name: &'c str,
     /// The HTTP method of an `openapi` tool.
     pub method: Option<&'c str>,
-    /// The names of the catalog's tools (the tool's own is skipped).
+    /// The names of the tools of the catalog's other sources (the tool's own is skipped).
     pub other_tools: &'c ToolNames,
     /// The hosts the source itself lives at (its URL, its servers); others are foreign.
     pub source_hosts: &'c [String],
@@ -114,12 +114,14 @@ pub struct ToolNames {
 }
 
 impl ToolNames {
-    /// Names shorter than 4 characters (`get`, `ls`) are ordinary words, not references.
+    /// Only names that read as identifiers count (`send_email`, `sendEmail`, `get-file2`): a
+    /// tool named with an ordinary word (`list`, `search`, `echo`) is not referred to each time
+    /// a text uses the word. Shorter than 4 characters, none counts.
     pub fn new<'n>(names: impl IntoIterator<Item = &'n str>) -> ToolNames {
         ToolNames {
             names: names
                 .into_iter()
-                .filter(|name| name.len() >= 4)
+                .filter(|name| name.len() >= 4 && is_identifier(name))
                 .map(str::to_owned)
                 .collect(),
         }
@@ -134,6 +136,14 @@ impl ToolNames {
         text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
             .find(|word| *word != own && self.names.contains(*word))
     }
+}
+
+/// Whether `name` reads as an identifier rather than a word: it has a `_`, a `-` or a digit, or
+/// an upper-case letter after its first character.
+fn is_identifier(name: &str) -> bool {
+    name.chars()
+        .enumerate()
+        .any(|(i, c)| c == '_' || c == '-' || c.is_ascii_digit() || (i > 0 && c.is_uppercase()))
 }
 
 /// Excerpts are cut to this many characters.
@@ -165,14 +175,28 @@ fn walk(value: &Value, path: &mut String, context: &Context<'_>, out: &mut Vec<F
                 path.push('/');
                 path.push_str(&key.replace('~', "~0").replace('/', "~1"));
                 texts::hidden(key, path, out);
-                if path_is_property(path) && credentials::asks_for(key) {
-                    push(out, Rule::CredentialParameter, path, key);
+                if path_is_property(path) {
+                    property_name(key, path, out);
                 }
                 walk(item, path, context, out);
                 path.truncate(len);
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// The rules on a schema property's name: a credential asked for, the model's own context
+/// asked for, a secret file named.
+fn property_name(key: &str, path: &str, out: &mut Vec<Finding>) {
+    if credentials::asks_for(key) {
+        push(out, Rule::CredentialParameter, path, key);
+    }
+    if credentials::asks_for_context(key) {
+        push(out, Rule::ModelDirected, path, key);
+    }
+    if texts::names_a_secret(key) {
+        push(out, Rule::SecretPath, path, key);
     }
 }
 

@@ -142,7 +142,14 @@ pub fn apply(
         source_id,
         stamp,
         approval,
-        names: ToolNames::new(catalog.tools.iter().map(|t| t.name.as_str())),
+        // Shadowing is naming another source's tool; a server's own tools name each other.
+        names: ToolNames::new(
+            catalog
+                .tools
+                .iter()
+                .filter(|t| t.source_id != source_id)
+                .map(|t| t.name.as_str()),
+        ),
         hosts: source_hosts(catalog, source_id, import),
         revisions: Revisions::take(&mut catalog.revisions, source_id),
         summary: RefreshSummary::of_import(source_id, import),

@@ -24,6 +24,7 @@ mod decision_bounds;
 mod decision_model;
 mod decisions;
 mod domain_purity;
+mod findings_corpus;
 mod hostile_upstreams;
 mod http_api;
 mod http_attribution;

@@ -7,7 +7,8 @@ use super::{Context, Finding, Rule, push};
 /// controls.
 pub(super) fn is_hidden(c: char) -> bool {
     matches!(u32::from(c),
-        0xE0000..=0xE007F      // tags
+        0x00..=0x08 | 0x0B | 0x0C | 0x0E..=0x1F | 0x7F..=0x9F  // controls (ANSI escapes), not tab or line breaks
+        | 0xE0000..=0xE007F      // tags
         | 0x200B..=0x200F      // zero-width space, (non-)joiner, LRM, RLM
         | 0x202A..=0x202E      // bidirectional embeddings and overrides
         | 0x2060..=0x2064      // word joiner, invisible operators
@@ -17,7 +18,7 @@ pub(super) fn is_hidden(c: char) -> bool {
 }
 
 /// Phrases that speak to the model behind the user's back (lower case).
-const MODEL_DIRECTED: [&str; 14] = [
+const MODEL_DIRECTED: [&str; 33] = [
     "ignore previous",
     "ignore all previous",
     "ignore the previous",
@@ -32,10 +33,29 @@ const MODEL_DIRECTED: [&str; 14] = [
     "<important>",
     "<system>",
     "before using this tool, read",
+    "never inform the user",
+    "never tell the user",
+    "not tell the user",
+    "without informing",
+    "without telling",
+    "do not notify the user",
+    "note to the ai",
+    "note to the assistant",
+    "as an ai assistant",
+    "the assistant must",
+    "for all future",
+    "whenever you execute",
+    "whenever you run",
+    "before any other tool",
+    "instead of any other",
+    "over other tools",
+    "over any other tool",
+    "[system]",
+    "</system>",
 ];
 
 /// Secret-looking paths and files (lower case).
-const SECRET_PATHS: [&str; 12] = [
+const SECRET_PATHS: [&str; 16] = [
     "~/.ssh",
     "/.ssh/",
     "id_rsa",
@@ -48,7 +68,17 @@ const SECRET_PATHS: [&str; 12] = [
     ".npmrc",
     ".git-credentials",
     "mcp.json",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg",
+    "/proc/self/environ",
 ];
+
+/// Whether `text` names a secret-looking path or file.
+pub(super) fn names_a_secret(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    SECRET_PATHS.iter().any(|p| lower.contains(p)) || mentions_dotenv(&lower)
+}
 
 pub(super) fn hidden(text: &str, path: &str, out: &mut Vec<Finding>) {
     if text.chars().any(is_hidden) {
@@ -75,7 +105,11 @@ pub(super) fn check(text: &str, path: &str, context: &Context<'_>, out: &mut Vec
             around(text, &lower, &SECRET_PATHS),
         );
     }
-    if let Some(url) = foreign_url(text, context.source_hosts) {
+    // A schema's own identifiers (`$schema`, `$id`, `$ref`) name documents, not places.
+    let identifier = ["/$schema", "/$id", "/$ref"]
+        .iter()
+        .any(|key| path.ends_with(key));
+    if !identifier && let Some(url) = foreign_url(text, context.source_hosts) {
         push(out, Rule::ForeignUrl, path, url);
     }
     if let Some(name) = context.other_tools.first_in(text, context.name) {
@@ -108,8 +142,14 @@ fn around<'t>(text: &'t str, lower: &str, needles: &[&str]) -> &'t str {
     &text[start..]
 }
 
-/// The first URL in `text` whose host is not one of `hosts`.
+/// The first URL in `text` on another site (registrable domain) than `hosts` that its sentence
+/// sends something, or the model, to (`posted to https://…`, `curl https://…`): where an
+/// instruction would have data go. A URL that only documents or illustrates (`see https://…`,
+/// `e.g. https://my-org.example.io`, a Markdown link) is not one: real documents are full of
+/// them. (A URL the tool itself calls, such as a default value, is the upstream's own business:
+/// it has the arguments anyway.)
 fn foreign_url<'t>(text: &'t str, hosts: &[String]) -> Option<&'t str> {
+    let sites: Vec<&str> = hosts.iter().map(|host| site(host)).collect();
     text.match_indices("http")
         .filter_map(|(at, _)| {
             let rest = &text[at..];
@@ -118,21 +158,102 @@ fn foreign_url<'t>(text: &'t str, hosts: &[String]) -> Option<&'t str> {
                 .or_else(|| rest.strip_prefix("http://"))?;
             let end = after
                 .find(|c: char| {
-                    c == '/'
-                        || c == '?'
-                        || c == '#'
+                    matches!(c, '/' | '?' | '#' | ')' | '"' | '\'' | '`' | '>' | ']')
                         || c.is_whitespace()
-                        || c == ')'
-                        || c == '"'
-                        || c == '\''
                 })
                 .unwrap_or(after.len());
             let authority = &after[..end];
             let host = authority.rsplit('@').next().unwrap_or(authority);
             let host = host.split(':').next().unwrap_or(host).to_lowercase();
             let url_end = rest.len() - after.len() + end;
-            (!host.is_empty() && !hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)))
-                .then(|| &rest[..url_end])
+            let foreign = !host.is_empty() && !sites.contains(&site(&host));
+            // A Markdown link's label is not the sentence's verb.
+            let before = match text[..at].strip_suffix("](") {
+                Some(before) => before.rfind('[').map_or(before, |label| &before[..label]),
+                None => &text[..at],
+            };
+            (foreign && directs_there(before)).then(|| &rest[..url_end])
         })
         .next()
+}
+
+/// The site of `host`: its last two labels, or three under a two-letter country code with a
+/// generic second level (`example.co.uk`). `docs.twilio.com` and `api.twilio.com` are one site.
+fn site(host: &str) -> &str {
+    let labels: Vec<&str> = host.rsplitn(4, '.').collect();
+    let keep = match labels.as_slice() {
+        [tld, second, ..]
+            if tld.len() == 2
+                && matches!(*second, "co" | "com" | "net" | "org" | "gov" | "ac" | "edu") =>
+        {
+            3
+        }
+        _ => 2,
+    };
+    if labels.len() <= keep || host.parse::<std::net::IpAddr>().is_ok() {
+        return host;
+    }
+    let cut: usize = labels[..keep].iter().map(|l| l.len() + 1).sum::<usize>() - 1;
+    &host[host.len() - cut..]
+}
+
+/// Whether the sentence before a URL sends data, or the model, to it: `curl` or `wget`, or a
+/// verb of sending or fetching with `to`, `from`, `at` or `into` among the four words after
+/// it (`posted to`, `send all emails to`).
+fn directs_there(before: &str) -> bool {
+    const DIRECTING: [&str; 34] = [
+        "send",
+        "sends",
+        "sent",
+        "sending",
+        "post",
+        "posts",
+        "posted",
+        "posting",
+        "upload",
+        "uploads",
+        "uploaded",
+        "uploading",
+        "forward",
+        "forwards",
+        "forwarded",
+        "forwarding",
+        "submit",
+        "submits",
+        "submitted",
+        "submitting",
+        "exfiltrate",
+        "exfiltrates",
+        "exfiltrated",
+        "download",
+        "downloads",
+        "downloaded",
+        "downloading",
+        "fetch",
+        "fetches",
+        "fetched",
+        "navigate",
+        "redirect",
+        "redirects",
+        "redirected",
+    ];
+    let sentence = before
+        .rsplit(['.', '\n', '!', '?'])
+        .next()
+        .unwrap_or(before);
+    let words: Vec<&str> = sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, word)| {
+        let is = |w: &str| word.eq_ignore_ascii_case(w);
+        is("curl")
+            || is("wget")
+            || (DIRECTING.iter().any(|verb| is(verb))
+                && words.iter().skip(i + 1).take(4).any(|next| {
+                    ["to", "from", "at", "into"]
+                        .iter()
+                        .any(|p| next.eq_ignore_ascii_case(p))
+                }))
+    })
 }
