@@ -151,9 +151,24 @@ const EXCERPT_CHARS: usize = 80;
 
 /// Every finding on `definition`, in path order, at most one per (rule, path).
 pub fn check(definition: &Value, context: &Context<'_>) -> Vec<Finding> {
+    check_parts(definition, &[], context)
+}
+
+/// [`check`] of a definition some of whose members are kept apart (`parts`: an OpenAPI tool's
+/// schemas): the findings of the whole, without putting it together.
+pub fn check_parts(
+    definition: &Value,
+    parts: &[(&str, &Value)],
+    context: &Context<'_>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     walk(definition, &mut String::new(), context, &mut findings);
+    for (key, value) in parts {
+        let mut path = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+        walk(value, &mut path, context, &mut findings);
+    }
     annotations(definition, context, &mut findings);
+    findings.sort_by(|a, b| a.path.cmp(&b.path));
     findings
 }
 
@@ -216,6 +231,21 @@ fn push(out: &mut Vec<Finding>, rule: Rule, path: &str, excerpt: &str) {
         path: path.to_owned(),
         excerpt: excerpt_of(excerpt),
     });
+}
+
+/// `text` with every character a reader would not see (tags, zero-width, bidirectional controls,
+/// control characters) shown as `U+XXXX`: how a definition is shown to the admin who reviews it,
+/// so that it cannot hide from, or reorder itself before, the reviewer.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if texts::is_hidden(c) {
+            out.push_str(&format!("U+{:04X}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn excerpt_of(text: &str) -> String {

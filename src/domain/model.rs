@@ -222,7 +222,7 @@ pub struct Imported {
     pub definition_hash: Option<String>,
     /// The approved definition itself: what a pending revision's diff starts from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub definition: Option<Arc<Value>>,
+    pub definition: Option<super::definition::Stored>,
     /// How the upstream differs from the approved definition, as of the last refresh; absent
     /// when it does not. A call does not go upstream while it does (API.md, "Approved tool
     /// definitions").

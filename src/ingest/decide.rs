@@ -9,6 +9,7 @@
 //! - Rejecting keeps the approved definition (or keeps a new tool out); the refresh does not
 //!   propose the same upstream definition again.
 
+use crate::domain::definition::Canonical;
 use crate::domain::imported::ImportedTool;
 use crate::domain::model::{Catalog, Tool};
 use crate::domain::revision::{Revision, RevisionKind, RevisionStatus};
@@ -99,7 +100,11 @@ fn approve(catalog: &mut Catalog, revision: &Revision, stamp: &Stamp) -> Result<
         RevisionKind::Changed => {
             let upstream = proposed(revision)?;
             let tool = tool_mut(catalog, &revision.tool_id)?;
-            take_upstream(tool, &upstream, record_of(&upstream));
+            take_upstream(
+                tool,
+                &upstream,
+                record_of(&upstream, &mut Canonical::default()),
+            );
             tool.deprecated = upstream.deprecated;
             stamp.touched(tool);
         }
@@ -119,6 +124,7 @@ fn approve(catalog: &mut Catalog, revision: &Revision, stamp: &Stamp) -> Result<
                 &revision.source_id,
                 &upstream,
                 stamp,
+                &mut Canonical::default(),
             ));
         }
         RevisionKind::Renamed => rename(catalog, revision, stamp)?,
@@ -135,7 +141,13 @@ fn rename(catalog: &mut Catalog, revision: &Revision, stamp: &Stamp) -> Result<(
         .ok_or_else(|| DecideError::Conflict("the rename names no previous tool".to_owned()))?;
     free(catalog, &revision.tool_id)?;
     let previous = tool_mut(catalog, &previous_id)?;
-    let mut tool = new_tool(&revision.tool_id, &revision.source_id, &upstream, stamp);
+    let mut tool = new_tool(
+        &revision.tool_id,
+        &revision.source_id,
+        &upstream,
+        stamp,
+        &mut Canonical::default(),
+    );
     tool.label_ids = previous.label_ids.clone();
     tool.enabled = previous.enabled;
     tool.disabled_reason = previous.disabled_reason.clone();
@@ -182,6 +194,7 @@ fn proposed(revision: &Revision) -> Result<ImportedTool, DecideError> {
     })?;
     if let Some(definition) = &revision.definition {
         upstream.definition = definition.clone();
+        upstream.schemas_apart = false;
     }
     Ok(upstream)
 }

@@ -118,6 +118,7 @@ mod tests {
             output_schema: None,
             deprecated: false,
             definition: Arc::default(),
+            schemas_apart: false,
         }
     }
 

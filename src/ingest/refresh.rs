@@ -35,8 +35,8 @@ use serde::Serialize;
 use super::renames;
 use super::revisions::{Proposal, Proposed, Revisions};
 use super::{Import, ImportIssue, ImportedTool, IssueOutcome};
-use crate::domain::definition;
-use crate::domain::findings::{self, Context, Finding, Severity, ToolNames};
+use crate::domain::definition::{Canonical, Stored};
+use crate::domain::findings::{Context, Finding, Severity, ToolNames};
 use crate::domain::model::{Catalog, Drift, Imported, Tool};
 use crate::domain::revision::{REFRESH_ACTOR, RevisionKind};
 use crate::domain::source_config::Pinning;
@@ -152,6 +152,7 @@ pub fn apply(
         ),
         hosts: source_hosts(catalog, source_id, import),
         revisions: Revisions::take(&mut catalog.revisions, source_id),
+        canonical: Canonical::default(),
         summary: RefreshSummary::of_import(source_id, import),
     };
     let result = run.apply(catalog, import);
@@ -167,6 +168,8 @@ struct Run<'r> {
     names: ToolNames,
     hosts: Vec<String>,
     revisions: Revisions,
+    /// Canonical texts of the import's shared schemas.
+    canonical: Canonical,
     summary: RefreshSummary,
 }
 
@@ -221,7 +224,7 @@ impl Run<'_> {
                 owner: tool.source_id.clone(),
             });
         }
-        let hash = definition::hash(&upstream.definition);
+        let hash = self.canonical.hash(upstream);
         let record = tool.imported.as_ref();
         let approved = record.and_then(|r| r.definition_hash.as_deref());
         // Imported before definitions were pinned, and the upstream still what was imported.
@@ -238,11 +241,14 @@ impl Run<'_> {
     /// The upstream defines what was approved: a pending revision is withdrawn, and the
     /// upstream's `deprecated` flag followed (fewer tools, or the approved one back).
     fn unchanged(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String) {
-        let record = tool.imported.get_or_insert_with(|| record_of(upstream));
+        let canonical = &mut self.canonical;
+        let record = tool
+            .imported
+            .get_or_insert_with(|| record_of(upstream, canonical));
         let mut touched = record.drift.take().is_some();
         if record.definition_hash.is_none() {
             record.definition_hash = Some(hash);
-            record.definition = Some(Arc::clone(&upstream.definition));
+            record.definition = Some(canonical.stored(upstream).0);
         }
         touched |= self.revisions.withdraw(&tool.id);
         let restored = tool.deprecated && !upstream.deprecated;
@@ -264,14 +270,17 @@ impl Run<'_> {
     fn changed(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String) {
         let record = tool.imported.clone();
         let approved_hash = record.as_ref().and_then(|r| r.definition_hash.clone());
-        let approved_definition = record.as_ref().and_then(|r| r.definition.clone());
+        let approved_definition = record
+            .as_ref()
+            .and_then(|r| r.definition.as_ref())
+            .map(Stored::value);
         let proposal = Proposal {
             kind: RevisionKind::Changed,
             tool_id: &tool.id,
             previous_tool_id: None,
             approved: approved_hash
                 .as_deref()
-                .map(|h| (h, approved_definition.as_deref())),
+                .map(|h| (h, approved_definition.as_ref())),
             upstream: Some(upstream),
         };
         let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
@@ -283,12 +292,15 @@ impl Run<'_> {
         );
         match proposed {
             Proposed::Approved => {
-                take_upstream(tool, upstream, record_of(upstream));
+                take_upstream(tool, upstream, record_of(upstream, &mut self.canonical));
                 tool.deprecated = upstream.deprecated;
                 self.summary.updated += 1;
             }
             Proposed::Pending | Proposed::Rejected => {
-                let record = tool.imported.get_or_insert_with(|| record_of(upstream));
+                let canonical = &mut self.canonical;
+                let record = tool
+                    .imported
+                    .get_or_insert_with(|| record_of(upstream, canonical));
                 let drift = Drift {
                     upstream_hash: Some(hash),
                     rejected: proposed == Proposed::Rejected,
@@ -316,6 +328,7 @@ impl Run<'_> {
             definition: None,
             drift: None,
         });
+        let approved_definition = record.definition.as_ref().map(Stored::value);
         let already = record
             .drift
             .as_ref()
@@ -330,7 +343,7 @@ impl Run<'_> {
             approved: record
                 .definition_hash
                 .as_deref()
-                .map(|h| (h, record.definition.as_deref())),
+                .map(|h| (h, approved_definition.as_ref())),
             upstream: None,
         };
         let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
@@ -384,7 +397,6 @@ impl Run<'_> {
             &upstream.name,
             Some(&upstream.method),
         );
-        let findings = findings::check(&upstream.definition, &context);
         // What an admin's write imports is approved without a revision each (a new source of
         // 10,000 tools is one approval, not 10,000 records).
         let proposed = if self.approval == Approval::Admin {
@@ -395,8 +407,14 @@ impl Run<'_> {
         };
         match proposed {
             Proposed::Approved => {
-                let mut tool = new_tool(id, self.source_id, upstream, self.stamp);
-                if quarantine(&mut tool, &findings) {
+                let mut tool = new_tool(
+                    id,
+                    self.source_id,
+                    upstream,
+                    self.stamp,
+                    &mut self.canonical,
+                );
+                if quarantine(&mut tool, &upstream.findings(&context)) {
                     self.summary.quarantined += 1;
                 }
                 catalog.tools.push(tool);
@@ -418,7 +436,10 @@ impl Run<'_> {
         let old = &catalog.tools[previous];
         let record = old.imported.clone();
         let approved_hash = record.as_ref().and_then(|r| r.definition_hash.clone());
-        let approved_definition = record.as_ref().and_then(|r| r.definition.clone());
+        let approved_definition = record
+            .as_ref()
+            .and_then(|r| r.definition.as_ref())
+            .map(Stored::value);
         let old_id = old.id.clone();
         let proposal = Proposal {
             kind: RevisionKind::Renamed,
@@ -426,7 +447,7 @@ impl Run<'_> {
             previous_tool_id: Some(&old_id),
             approved: approved_hash
                 .as_deref()
-                .map(|h| (h, approved_definition.as_deref())),
+                .map(|h| (h, approved_definition.as_ref())),
             upstream: Some(upstream),
         };
         let context = context(
@@ -485,13 +506,14 @@ fn quarantine(tool: &mut Tool, findings: &[Finding]) -> bool {
 }
 
 /// The import record of a definition just approved.
-pub(crate) fn record_of(upstream: &ImportedTool) -> Imported {
+pub(crate) fn record_of(upstream: &ImportedTool, canonical: &mut Canonical) -> Imported {
+    let (definition, hash) = canonical.stored(upstream);
     Imported {
         content_hash: upstream.content_hash(),
         name: upstream.name.clone(),
         description: upstream.description.clone(),
-        definition_hash: Some(definition::hash(&upstream.definition)),
-        definition: Some(Arc::clone(&upstream.definition)),
+        definition_hash: Some(hash),
+        definition: Some(definition),
         drift: None,
     }
 }
@@ -563,7 +585,13 @@ fn bounded(tool: &ImportedTool) -> ImportedTool {
 }
 
 /// A tool made from `upstream`, its definition approved.
-pub(crate) fn new_tool(id: &str, source_id: &str, upstream: &ImportedTool, stamp: &Stamp) -> Tool {
+pub(crate) fn new_tool(
+    id: &str,
+    source_id: &str,
+    upstream: &ImportedTool,
+    stamp: &Stamp,
+    canonical: &mut Canonical,
+) -> Tool {
     Tool {
         id: id.to_owned(),
         source_id: source_id.to_owned(),
@@ -585,7 +613,7 @@ pub(crate) fn new_tool(id: &str, source_id: &str, upstream: &ImportedTool, stamp
         disabled_reason: None,
         service_config: Default::default(),
         arguments: Vec::new(),
-        imported: Some(record_of(upstream)),
+        imported: Some(record_of(upstream, canonical)),
         definition_hash: None,
         created_at: Some(stamp.at),
         updated_at: Some(stamp.at),

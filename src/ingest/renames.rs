@@ -45,25 +45,26 @@ pub fn pair(tools: &[Tool], gone: &[usize], fresh: &[(String, ImportedTool)]) ->
         previous: vec![None; fresh.len()],
         ..Pairs::default()
     };
-    let candidates: Vec<(usize, &serde_json::Value)> = gone
+    let candidates: Vec<(usize, serde_json::Value)> = gone
         .iter()
         .filter_map(|&at| {
-            let definition = tools[at].imported.as_ref()?.definition.as_deref()?;
-            Some((at, definition))
+            let definition = tools[at].imported.as_ref()?.definition.as_ref()?;
+            Some((at, definition.value()))
         })
         .collect();
     if candidates.is_empty() || fresh.is_empty() {
         return pairs;
     }
     let mut by_nameless: HashMap<String, Vec<usize>> = HashMap::new();
-    for &(at, definition) in &candidates {
+    for (at, definition) in &candidates {
+        let at = *at;
         by_nameless
             .entry(definition::nameless_hash(definition))
             .or_default()
             .push(at);
     }
     for (index, (_, upstream)) in fresh.iter().enumerate() {
-        let key = definition::nameless_hash(&upstream.definition);
+        let key = definition::nameless_hash(&upstream.definition_value());
         if let Some(at) = by_nameless.get_mut(&key).and_then(|ats| {
             ats.iter()
                 .position(|at| !pairs.paired.contains(at))
@@ -80,13 +81,13 @@ pub fn pair(tools: &[Tool], gone: &[usize], fresh: &[(String, ImportedTool)]) ->
 /// Pairs what the exact pass left by shape, within [`MAX_COMPARISONS`].
 fn nearly(
     pairs: &mut Pairs,
-    candidates: &[(usize, &serde_json::Value)],
+    candidates: &[(usize, serde_json::Value)],
     fresh: &[(String, ImportedTool)],
 ) {
     let left: Vec<(usize, Shape)> = candidates
         .iter()
         .filter(|(at, _)| !pairs.paired.contains(at))
-        .map(|&(at, definition)| (at, Shape::of(definition)))
+        .map(|(at, definition)| (*at, Shape::of(definition)))
         .collect();
     let unpaired: Vec<usize> = (0..fresh.len())
         .filter(|&i| pairs.previous[i].is_none())
@@ -99,7 +100,7 @@ fn nearly(
         return;
     }
     for index in unpaired {
-        let shape = Shape::of(&fresh[index].1.definition);
+        let shape = Shape::of(&fresh[index].1.definition_value());
         if let Some((at, _)) = left.iter().find(|(at, other)| {
             !pairs.paired.contains(at) && definition::nearly_same(&shape, other)
         }) {

@@ -131,7 +131,8 @@ impl Revisions {
         stamp: &Stamp,
         approver: Option<&str>,
     ) -> Proposed {
-        let hash = proposal.upstream.map(|u| definition::hash(&u.definition));
+        let whole = proposal.upstream.map(|u| Arc::new(u.definition_value()));
+        let hash = whole.as_deref().map(definition::hash);
         if self.rejected(proposal.tool_id, proposal.kind, hash.as_deref()) {
             return Proposed::Rejected;
         }
@@ -144,7 +145,7 @@ impl Revisions {
             return Proposed::Pending;
         }
         revisions.retain(|r| !r.is_pending());
-        let mut revision = new_revision(proposal, hash, context, stamp, &self.source_id);
+        let mut revision = new_revision(proposal, whole, hash, context, stamp, &self.source_id);
         if let Some(approver) = approver {
             revision.status = RevisionStatus::Approved;
             revision.decided_by = Some(approver.to_owned());
@@ -160,14 +161,15 @@ impl Revisions {
     }
 }
 
+/// A pending revision of `proposal`, whose whole upstream definition is `definition`.
 fn new_revision(
     proposal: &Proposal<'_>,
+    definition: Option<Arc<serde_json::Value>>,
     hash: Option<String>,
     context: &Context<'_>,
     stamp: &Stamp,
     source_id: &str,
 ) -> Revision {
-    let definition = proposal.upstream.map(|u| Arc::clone(&u.definition));
     let findings: Vec<Finding> = definition
         .as_deref()
         .map(|d| findings::check(d, context))

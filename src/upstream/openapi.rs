@@ -54,13 +54,9 @@ impl Default for Documents {
 
 /// Where the approved definition says a call of `tool` goes and how its inputs are sent; `None`
 /// for a tool without one (written by hand, or imported before definitions were pinned).
-fn approved_request(tool: &Tool) -> Option<&Value> {
-    tool.imported
-        .as_ref()?
-        .definition
-        .as_deref()?
-        .get("request")
-        .filter(|request| !request.is_null())
+fn approved_request(tool: &Tool) -> Option<Value> {
+    let definition = tool.imported.as_ref()?.definition.as_ref()?.value();
+    definition.get("request").filter(|r| !r.is_null()).cloned()
 }
 
 /// A call made ready: the request, the server URL it must stay on, the source's headers.
@@ -149,7 +145,7 @@ impl Call<'_> {
                 .map_err(document_failure)?;
             match request_shape(&document.value, method, path) {
                 Ok(shape) => match approved_request(tool) {
-                    Some(approved) if *approved != shape.to_json() => {
+                    Some(approved) if approved != shape.to_json() => {
                         if !fresh && written_after(tool, &document) {
                             self.documents.pool.forget(&source.id, &document).await;
                             continue;

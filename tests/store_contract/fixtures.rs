@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
+use toolgate::domain::definition::Stored;
 use toolgate::domain::findings::{Finding, Rule, Severity};
 use toolgate::domain::imported::ImportedTool;
 use toolgate::domain::model::{
@@ -64,7 +65,8 @@ pub fn tool(id: &str) -> Tool {
             description: "refunds a payment".to_owned(),
             definition_hash: Some("ab".repeat(32)),
             definition: Some(
-                json!({"tool": {"name": id, "annotations": {"readOnlyHint": false}}}).into(),
+                Stored::of(&json!({"tool": {"name": id, "annotations": {"readOnlyHint": false}}}))
+                    .0,
             ),
             drift: Some(Drift {
                 upstream_hash: Some("cd".repeat(32)),
@@ -206,6 +208,7 @@ pub fn revision(id: &str) -> Revision {
             output_schema: Some(json!({"type": "object"}).into()),
             deprecated: true,
             definition: Default::default(),
+            schemas_apart: false,
         }),
     }
 }

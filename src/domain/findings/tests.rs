@@ -138,11 +138,11 @@ fn annotations_that_contradict_the_name_or_method() {
         [
             (
                 "annotation-contradiction",
-                "/annotations/readOnlyHint".to_owned()
+                "/annotations/destructiveHint".to_owned()
             ),
             (
                 "annotation-contradiction",
-                "/annotations/destructiveHint".to_owned()
+                "/annotations/readOnlyHint".to_owned()
             ),
         ]
     );

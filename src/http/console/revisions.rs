@@ -248,7 +248,7 @@ fn diff_list(diff: &Value) -> Markup {
                     @for operation in operations {
                         tr {
                             td { (operation["op"].as_str().unwrap_or("")) }
-                            td { code { (operation["path"].as_str().unwrap_or("")) } }
+                            td { code { (crate::domain::findings::visible(operation["path"].as_str().unwrap_or(""))) } }
                             td { pre { (operation.get("value").map(pretty).unwrap_or_default()) } }
                         }
                     }
@@ -258,8 +258,10 @@ fn diff_list(diff: &Value) -> Markup {
     }
 }
 
+/// A value of the diff as the reviewer sees it: hidden characters shown as `U+XXXX` (raw, a
+/// bidirectional override would reorder the page before the reviewer's eyes).
 fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
+    crate::domain::findings::visible(&serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
 fn decision_form(

@@ -13,6 +13,7 @@ use super::form::Write;
 use super::impact;
 use super::page::{Nav, api_error, csrf_field, html_response, shell};
 use super::session::Signed;
+use crate::domain::findings::visible;
 use crate::domain::model::Tool;
 use crate::http::AppState;
 use crate::http::admin::actor;
@@ -176,7 +177,7 @@ pub(super) async fn show(
             form method="get" action=(format!("{href}/enable")) { button type="submit" { "Enable" } }
         }
         h2 { "Description" }
-        p { (tool.description) }
+        p { (visible(&tool.description)) }
         h2 { "Input schema" }
         pre { (pretty(&tool.input_schema)) }
         @if let Some(output) = &tool.output_schema {
@@ -206,8 +207,9 @@ fn not_found(id: &str) -> ApiError {
     ApiError::NotFound(format!("tool '{id}' does not exist"))
 }
 
+/// A schema as the admin sees it: hidden characters shown as `U+XXXX`.
 fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
+    visible(&serde_json::to_string_pretty(value).unwrap_or_default())
 }
 
 /// The tool's newest audit records, newest first (of its first thousand).

@@ -130,6 +130,7 @@ pub fn tool_from_mcp(source_name: &str, tool: &Value) -> Result<ImportedTool, In
         output_schema,
         deprecated: false,
         definition: Arc::new(definition(tool, None)),
+        schemas_apart: false,
     })
 }
 

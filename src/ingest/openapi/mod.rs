@@ -76,15 +76,9 @@ impl<'d> Importer<'d> {
         Ok(shared)
     }
 
-    /// The operation's definition (`crate::domain::definition`): what a call is made from and
-    /// what an agent reads, references resolved.
-    fn definition(
-        &self,
-        op: &Operation<'d>,
-        operation_id: &str,
-        input_schema: &Value,
-        output_schema: Option<&Arc<Value>>,
-    ) -> Value {
+    /// The operation's definition (`crate::domain::definition`) but for its schemas, which are
+    /// the tool's: what a call is made from and what an agent reads, references resolved.
+    fn definition(&self, op: &Operation<'d>, operation_id: &str) -> Value {
         let text = |key: &str| op.operation.get(key).cloned().unwrap_or(Value::Null);
         let request = request_shape(self.resolver.root, op.method, op.path)
             .map_or(Value::Null, |shape| shape.to_json());
@@ -95,8 +89,6 @@ impl<'d> Importer<'d> {
             "summary": text("summary"),
             "description": text("description"),
             "request": request,
-            "input_schema": input_schema,
-            "output_schema": output_schema.map(|schema| &**schema),
         })
     }
 
@@ -129,9 +121,11 @@ impl<'d> Importer<'d> {
             outcome: IssueOutcome::Cut,
             ..skip(reason)
         });
-        let definition = self.definition(op, &operation_id, &input_schema, output_schema.as_ref());
+        let definition = self.definition(op, &operation_id);
         let tool = ImportedTool {
             definition: Arc::new(definition),
+            // The schemas are the tool's own, shared across the import.
+            schemas_apart: true,
             name: operation_id.clone(),
             title: super::title(operation.get("summary").and_then(Value::as_str)),
             description: description(operation, at),

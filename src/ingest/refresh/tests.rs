@@ -16,6 +16,7 @@ pub(super) fn upstream(op: &str, description: &str) -> ImportedTool {
         output_schema: None,
         deprecated: false,
         definition: Arc::default(),
+        schemas_apart: false,
     }
 }
 
