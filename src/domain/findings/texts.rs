@@ -190,7 +190,9 @@ fn site(host: &str) -> &str {
         }
         _ => 2,
     };
-    if labels.len() <= keep || host.parse::<std::net::IpAddr>().is_ok() {
+    // An IPv4 address is its own site (an IPv6 one has no dots to cut at).
+    let address = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if labels.len() <= keep || address {
         return host;
     }
     let cut: usize = labels[..keep].iter().map(|l| l.len() + 1).sum::<usize>() - 1;

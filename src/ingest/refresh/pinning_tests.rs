@@ -1,6 +1,8 @@
 //! Pinning: pending revisions under `hold` and `hide`, `warn`, renames, rejections,
 //! quarantine, and tools imported before definitions were pinned.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::tests::{WARN, catalog, import, stamp, upstream};
