@@ -134,6 +134,9 @@ impl Revisions {
         let whole = proposal.upstream.map(|u| Arc::new(u.definition_value()));
         let hash = whole.as_deref().map(definition::hash);
         if self.rejected(proposal.tool_id, proposal.kind, hash.as_deref()) {
+            // What the upstream defines now was rejected: a revision pending for what it
+            // defined before is moot (approving it would serve what it no longer defines).
+            self.withdraw(proposal.tool_id);
             return Proposed::Rejected;
         }
         let revisions = self.by_tool.entry(proposal.tool_id.to_owned()).or_default();

@@ -435,3 +435,18 @@ fn tools_imported_before_pinning_adopt_an_unchanged_upstream_silently() {
     );
     assert_eq!(pending(&c), [(RevisionKind::Changed, "s:b".to_owned())]);
 }
+
+#[test]
+fn a_pending_definition_is_withdrawn_when_the_upstream_goes_back_to_a_rejected_one() {
+    let mut c = created();
+    let with = |d: &str| [upstream("a", "A"), upstream("b", "B"), upstream("c", d)];
+    apply(&mut c, "s", &import(&with("C1")), &stamp(), HOLD).unwrap();
+    let id = pending_id(&c, "s:c");
+    decide::decide(&mut c, &id, &Decision::Reject, None, &stamp()).unwrap();
+    apply(&mut c, "s", &import(&with("C3")), &stamp(), HOLD).unwrap();
+    assert_eq!(pending(&c), [(RevisionKind::New, "s:c".to_owned())]);
+    // Back to the rejected definition: nothing is pending, and nothing moot can be approved.
+    apply(&mut c, "s", &import(&with("C1")), &stamp(), HOLD).unwrap();
+    assert!(pending(&c).is_empty());
+    assert!(tool(&c, "s:c").is_none());
+}
