@@ -141,27 +141,52 @@ pub fn mcp_python() -> PathBuf {
 
 impl McpServer {
     /// Starts the server offering `tools`; `env` adds settings (`MCP_JSON_RESPONSE`, `MCP_TOKEN`).
+    ///
+    /// The port is found free and then given to the server, so another test can take it in
+    /// between: the server is started again on another port until it is the one answering.
     pub fn start(tools: &[&str], env: &[(&str, &str)]) -> McpServer {
-        let tools_file = tempfile::NamedTempFile::new().expect("temp file");
-        let port = StdListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("addr")
-            .port();
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        let server = McpServer {
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            child: spawn_mcp_server(port, tools_file.path(), &env),
-            tools_file,
-            port,
-            env,
-        };
-        server.offer(tools);
-        server.wait_until_listening();
-        server
+        for _ in 0..5 {
+            let tools_file = tempfile::NamedTempFile::new().expect("temp file");
+            std::fs::write(tools_file.path(), serde_json::to_vec(tools).expect("json"))
+                .expect("write the tools file");
+            let port = StdListener::bind("127.0.0.1:0")
+                .expect("bind")
+                .local_addr()
+                .expect("addr")
+                .port();
+            let mut server = McpServer {
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                child: spawn_mcp_server(port, tools_file.path(), &env),
+                tools_file,
+                port,
+                env: env.clone(),
+            };
+            if server.wait_until_ours() {
+                return server;
+            }
+            let _ = server.child.kill();
+        }
+        panic!("the MCP server did not start on a port of its own in 5 attempts");
+    }
+
+    /// Waits until this server answers on its port: `false` when another server does, or this
+    /// one exited (its port was taken).
+    fn wait_until_ours(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return false;
+            }
+            if let Some(body) = http_get(self.port, "/fixture-ready") {
+                return body.contains("mcp-fixture");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the MCP server did not start");
     }
 
     /// Stops the server and starts a new one on the same port: every session is forgotten.
@@ -198,6 +223,18 @@ impl McpServer {
         )
         .expect("write the tools file");
     }
+}
+
+/// The answer of `GET path` on the loopback `port`, if something answers.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
 }
 
 fn spawn_mcp_server(port: u16, tools_file: &Path, env: &[(String, String)]) -> Child {

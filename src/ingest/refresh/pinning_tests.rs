@@ -450,3 +450,47 @@ fn a_pending_definition_is_withdrawn_when_the_upstream_goes_back_to_a_rejected_o
     assert!(pending(&c).is_empty());
     assert!(tool(&c, "s:c").is_none());
 }
+
+#[test]
+fn a_pending_new_tool_that_left_upstream_is_withdrawn() {
+    let mut c = created();
+    let all = [upstream("a", "A"), upstream("b", "B"), upstream("c", "C")];
+    apply(&mut c, "s", &import(&all), &stamp(), HOLD).unwrap();
+    assert_eq!(pending(&c), [(RevisionKind::New, "s:c".to_owned())]);
+    apply(&mut c, "s", &import(&all[..2]), &stamp(), HOLD).unwrap();
+    assert!(
+        pending(&c).is_empty(),
+        "approving it would serve what is not upstream"
+    );
+}
+
+#[test]
+fn a_pending_change_of_a_tool_that_became_the_old_half_of_a_rename_is_withdrawn() {
+    let original = "Reads a file from the workspace and returns its text content";
+    let mut c = catalog();
+    let first = [upstream("a", original), upstream("b", "B")];
+    apply(&mut c, "s", &import(&first), &stamp(), Approval::Admin).unwrap();
+    let edited = "Reads a file from the workspace and returns its full text content";
+    apply(
+        &mut c,
+        "s",
+        &import(&[upstream("a", edited), upstream("b", "B")]),
+        &stamp(),
+        HOLD,
+    )
+    .unwrap();
+    assert_eq!(pending(&c), [(RevisionKind::Changed, "s:a".to_owned())]);
+    apply(
+        &mut c,
+        "s",
+        &import(&[renamed("a", "a2", edited), upstream("b", "B")]),
+        &stamp(),
+        HOLD,
+    )
+    .unwrap();
+    assert_eq!(
+        pending(&c),
+        [(RevisionKind::Renamed, "s:a2".to_owned())],
+        "the change of s:a is moot: the upstream no longer defines s:a"
+    );
+}
