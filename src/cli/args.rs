@@ -45,8 +45,8 @@ pub(super) enum Command {
 /// Flags of `serve`.
 #[derive(Debug, Clone, Default, Args)]
 pub(super) struct ServeArgs {
-    /// Listen address [env: TOOLGATE_LISTEN] [default: 127.0.0.1:8080]
-    #[arg(long, value_name = "IP:PORT")]
+    /// Listen address, IP:PORT or HOST:PORT [env: TOOLGATE_LISTEN] [default: 127.0.0.1:8080]
+    #[arg(long, value_name = "HOST:PORT", value_parser = crate::config::parse_listen)]
     pub listen: Option<SocketAddr>,
     /// TOML configuration file [env: TOOLGATE_CONFIG] [default: config/toolgate.toml if present]
     #[arg(long, value_name = "FILE")]

@@ -123,18 +123,43 @@ impl Layer {
     }
 }
 
-/// A listen address: an IP and a port (host names are not resolved, to keep start-up
-/// deterministic).
+/// A listen address (`--listen`, `TOOLGATE_LISTEN`, `server.listen`).
 pub(super) fn listen_address(setting: &str, text: &str) -> Result<SocketAddr, ConfigError> {
-    text.trim().parse().map_err(|_| {
-        ConfigError::invalid(
-            setting,
-            format!(
-                "'{text}' is not a listen address; expected IP:port such as 127.0.0.1:8080 \
-                 or 0.0.0.0:8080"
-            ),
-        )
-    })
+    parse_listen(text).map_err(|why| ConfigError::invalid(setting, why))
+}
+
+/// A listen address: `IP:PORT` (`127.0.0.1:8080`, `[::1]:8080`), or `HOST:PORT` resolved once,
+/// at start (`localhost:8080`; of the host's addresses an IPv4 one if there is one, as clients
+/// of `localhost` try it first). The error says what is wrong.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let text = text.trim();
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let expected = "expected HOST:PORT such as 127.0.0.1:8080, 0.0.0.0:8080, [::]:8080 or \
+                    localhost:8080";
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("'{text}' has no port; {expected}"));
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "'{port}' in '{text}' is not a port (0 to 65535); {expected}"
+        ));
+    }
+    if host.is_empty() {
+        return Err(format!("'{text}' has no host; {expected}"));
+    }
+    let addresses: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|error| format!("the host '{host}' of '{text}' cannot be resolved: {error}"))?
+        .collect();
+    addresses
+        .iter()
+        .find(|address| address.is_ipv4())
+        .or(addresses.first())
+        .copied()
+        .ok_or_else(|| format!("the host '{host}' of '{text}' has no address"))
 }
 
 /// `true` or `false` given as text (environment variables).

@@ -41,6 +41,7 @@ pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
 pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES};
 pub use environment::Environment;
 pub use error::ConfigError;
+pub use layer::parse_listen;
 pub use secret::Secret;
 
 /// What the command line says about settings; `None`/`false` means "the flag was not given".

@@ -271,7 +271,7 @@ fn bad_values_name_where_they_came_from() {
         .to_string();
     assert!(
         text.starts_with(&format!("server.listen in {}", path.display()))
-            && text.contains("IP:port"),
+            && text.contains("HOST:PORT"),
         "{text}"
     );
 }
@@ -562,4 +562,36 @@ async fn dev_sample_tokens_verify_and_the_banner_is_loud() {
         load_for_serve(&dev, &env(&[("TOOLGATE_JWT_SECRET", "configured-s3cret")])).expect("loads");
     let banner = dev_banner(&configured, "a", "b");
     assert!(!banner.contains("configured-s3cret"), "{banner}");
+}
+
+#[test]
+fn a_listen_address_is_an_ip_and_port_or_a_host_name_resolved_once() {
+    use super::parse_listen;
+    assert_eq!(
+        parse_listen("127.0.0.1:8080").unwrap().to_string(),
+        "127.0.0.1:8080"
+    );
+    assert_eq!(parse_listen(" [::1]:9 ").unwrap().to_string(), "[::1]:9");
+    // localhost resolves (from /etc/hosts) to its IPv4 address first.
+    assert_eq!(
+        parse_listen("localhost:8080").unwrap().to_string(),
+        "127.0.0.1:8080"
+    );
+    for (text, says) in [
+        ("localhost", "has no port"),
+        ("localhost:http", "is not a port"),
+        ("127.0.0.1:70000", "is not a port"),
+        (":8080", "has no host"),
+        ("no-such-host.invalid:8080", "cannot be resolved"),
+    ] {
+        let error = parse_listen(text).expect_err(text);
+        assert!(
+            error.contains(says) && error.contains(text),
+            "{text}: {error}"
+        );
+        assert!(
+            says == "cannot be resolved" || error.contains("localhost:8080"),
+            "the example: {error}"
+        );
+    }
 }
