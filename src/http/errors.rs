@@ -307,16 +307,45 @@ impl From<crate::ingest::IngestError> for ApiError {
     fn from(error: crate::ingest::IngestError) -> Self {
         use crate::ingest::IngestError;
         match error {
-            IngestError::NotImportable(message) => ApiError::Invalid(vec![FieldError {
-                field: "config".to_owned(),
-                message,
-                kind: crate::domain::validate::ErrorKind::Invalid,
-            }]),
+            IngestError::NotImportable(message) => ApiError::Invalid(config_errors(&message)),
             IngestError::Upstream(message) | IngestError::Definition(message) => {
                 ApiError::BadGateway(format!("the import failed; nothing was changed: {message}"))
             }
         }
     }
+}
+
+/// The field errors of a config the importer refused: its message names the config keys
+/// (`config.spec: …; config.url: …`), each becomes an error at its key, said once.
+fn config_errors(message: &str) -> Vec<FieldError> {
+    message
+        .split("; ")
+        .fold(Vec::<String>::new(), |mut parts, part| {
+            match parts.last_mut() {
+                // A `; ` inside one key's message, not between two keys.
+                Some(last) if !part.starts_with("config.") => {
+                    last.push_str("; ");
+                    last.push_str(part);
+                }
+                _ => parts.push(part.to_owned()),
+            }
+            parts
+        })
+        .into_iter()
+        .map(|part| {
+            let (field, message) = match part.split_once(": ") {
+                Some((field, rest)) if field.starts_with("config.") && !field.contains(' ') => {
+                    (field.to_owned(), rest.to_owned())
+                }
+                _ => ("config".to_owned(), part),
+            };
+            FieldError {
+                field,
+                message,
+                kind: crate::domain::validate::ErrorKind::Invalid,
+            }
+        })
+        .collect()
 }
 
 impl From<crate::service::CommandError> for ApiError {

@@ -256,6 +256,19 @@ async fn swagger_2_and_bad_configs_are_rejected_and_change_nothing() {
             .contains("Swagger 2.0 documents are not supported"),
         "{problem}"
     );
+    // The key is named once, as the field: not "config: config.spec: …".
+    assert_eq!(problem["errors"][0]["field"], "config.spec", "{problem}");
+    let message = problem["errors"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("Swagger 2.0"), "{problem}");
+    assert_eq!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .matches("config")
+            .count(),
+        1,
+        "{problem}"
+    );
     // Fetched but not importable is the admin's to fix, as inline: 422, not 502.
     let spec = SpecServer::start(&read_fixture("openapi/swagger-2.0.json")).await;
     let problem = create_source(
