@@ -104,9 +104,10 @@ pub enum JwksError {
     /// Reading the JWKS file failed.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
-    /// The HTTP request failed (connection, TLS, timeout).
+    /// The HTTP request failed (connection, TLS, timeout): why, with the causes reqwest's own
+    /// text leaves out ("error sending request" says neither refused nor timed out).
     #[error("request failed: {0}")]
-    Http(#[source] reqwest::Error),
+    Http(String),
     /// The server answered with a non-success status.
     #[error("the server answered with HTTP status {0}")]
     Status(u16),

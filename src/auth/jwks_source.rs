@@ -68,7 +68,7 @@ impl JwksSource {
                 Ok(body)
             }
             Self::Http { url, client } => {
-                let http = |error: reqwest::Error| JwksError::Http(error.without_url());
+                let http = |error: reqwest::Error| JwksError::Http(why(&error.without_url()));
                 let mut response = client
                     .get(url.clone())
                     .header(
@@ -116,6 +116,28 @@ impl fmt::Display for JwksSource {
     }
 }
 
+/// Why a request failed, in words that tell a timeout from a refused connection or a TLS
+/// failure: reqwest's error and every cause under it.
+fn why(error: &reqwest::Error) -> String {
+    let mut causes = vec![error.to_string()];
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !causes.iter().any(|known| known.contains(&text)) {
+            causes.push(text);
+        }
+        source = cause.source();
+    }
+    let kind = if error.is_timeout() {
+        "timed out: "
+    } else if error.is_connect() {
+        "could not connect: "
+    } else {
+        ""
+    };
+    format!("{kind}{}", causes.join(": "))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -151,6 +173,21 @@ mod tests {
                 "{value:?}: {result:?}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_failed_fetch_says_why() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let url = format!("http://{}/jwks", closed.local_addr().expect("address"));
+        drop(closed);
+        let source = JwksSource::parse(&url).expect("URL");
+        let error = source
+            .fetch()
+            .await
+            .expect_err("nothing listens")
+            .to_string();
+        assert!(error.contains("could not connect"), "{error}");
+        assert!(error.to_lowercase().contains("refused"), "{error}");
     }
 
     #[test]
