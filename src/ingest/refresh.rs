@@ -295,10 +295,16 @@ impl Run<'_> {
                 self.summary.updated += 1;
             }
             Proposed::Pending | Proposed::Rejected => {
-                let canonical = &mut self.canonical;
-                let record = tool
-                    .imported
-                    .get_or_insert_with(|| record_of(upstream, canonical));
+                // A hand-written tool the import adopts gets a record with nothing approved:
+                // the upstream's definition is what the pending revision proposes.
+                let record = tool.imported.get_or_insert_with(|| Imported {
+                    content_hash: String::new(),
+                    name: upstream.name.clone(),
+                    description: upstream.description.clone(),
+                    definition_hash: None,
+                    definition: None,
+                    drift: None,
+                });
                 let drift = Drift {
                     upstream_hash: Some(hash),
                     rejected: proposed == Proposed::Rejected,

@@ -55,8 +55,15 @@ impl Default for Documents {
 /// Where the approved definition says a call of `tool` goes and how its inputs are sent; `None`
 /// for a tool without one (written by hand, or imported before definitions were pinned).
 fn approved_request(tool: &Tool) -> Option<Value> {
-    let definition = tool.imported.as_ref()?.definition.as_ref()?.value();
-    definition.get("request").filter(|r| !r.is_null()).cloned()
+    /// The one member a call compares; the rest of the text is scanned, not built.
+    #[derive(serde::Deserialize)]
+    struct Approved {
+        #[serde(default)]
+        request: Value,
+    }
+    let text = tool.imported.as_ref()?.definition.as_ref()?.text();
+    let approved: Approved = serde_json::from_str(text).ok()?;
+    Some(approved.request).filter(|request| !request.is_null())
 }
 
 /// A call made ready: the request, the server URL it must stay on, the source's headers.

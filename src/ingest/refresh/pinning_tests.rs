@@ -494,3 +494,21 @@ fn a_pending_change_of_a_tool_that_became_the_old_half_of_a_rename_is_withdrawn(
         "the change of s:a is moot: the upstream no longer defines s:a"
     );
 }
+
+#[test]
+fn a_hand_written_tool_the_import_adopts_waits_for_approval_at_every_refresh() {
+    let mut c = catalog();
+    c.tools.push(
+        serde_json::from_value(
+            json!({"source_id": "s", "operation_id": "a", "name": "mine", "id": "s:a"}),
+        )
+        .unwrap(),
+    );
+    for _ in 0..2 {
+        apply(&mut c, "s", &import(&[upstream("a", "A")]), &stamp(), HOLD).unwrap();
+        assert_eq!(pending(&c), [(RevisionKind::Changed, "s:a".to_owned())]);
+        let record = tool(&c, "s:a").unwrap().imported.clone().unwrap();
+        assert_eq!(record.definition_hash, None, "nothing upstream is approved");
+        assert!(record.drift.is_some(), "calls wait");
+    }
+}
