@@ -4,7 +4,10 @@
 # ingestion tests' real MCP server; nx-27017, a MongoDB wire-protocol server, in .venv-mongo for
 # the MongoDB store tests; the official MCP SDK clients for the /mcp tests, by
 # scripts/mcp_clients.sh; Chromium from Debian's packages and Playwright for Python in
-# .venv-console for the admin console's browser tests), then runs every test target.
+# .venv-console for the admin console's browser tests; Helm into .tools/helm by scripts/helm.sh
+# for the Helm chart's tests), then runs every test target, then builds the release binary
+# exactly as the container image does (scripts/docker-build.sh) and checks it as the image runs
+# it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,5 +48,8 @@ fi
 # The official MCP SDK clients (Python, TypeScript v1 and v2) that the /mcp tests drive
 # (tests/mcp_clients/README.md); prints nothing when they are already installed.
 scripts/mcp_clients.sh
+
+# Helm, for the chart's lint and rendering tests (tests/it/deploy_files.rs).
+scripts/helm.sh
 
 cargo test --locked "$@"

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 
 use crate::domain::model::Catalog;
 
+mod entries;
+
+pub use entries::ShapeError;
+
 /// The syntax a catalog file is read as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CatalogFormat {
@@ -100,6 +104,32 @@ pub fn parse_catalog_file(path: &Path) -> Result<Catalog, CatalogFileError> {
             })
         }),
     }
+}
+
+/// Every shape error of the catalog file at `path` ([`entries::shape_errors`]): when the file
+/// is well-formed JSON or YAML but not a catalog, the wrong field of each entry, not only the
+/// first that [`parse_catalog_file`] reports. Empty when the file cannot be read, is not
+/// well-formed, or is a catalog.
+pub fn all_shape_errors(path: &Path) -> Vec<ShapeError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let json = || serde_json::from_str::<serde_json::Value>(&text).ok();
+    let yaml = || serde_norway::from_str::<serde_json::Value>(&text).ok();
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let document = match extension.as_deref() {
+        Some("json") => json().map(|d| (d, CatalogFormat::Json)),
+        Some("yaml" | "yml") => yaml().map(|d| (d, CatalogFormat::Yaml)),
+        _ => json()
+            .map(|d| (d, CatalogFormat::Json))
+            .or_else(|| yaml().map(|d| (d, CatalogFormat::Yaml))),
+    };
+    document
+        .map(|(document, format)| entries::shape_errors(&document, format))
+        .unwrap_or_default()
 }
 
 /// Parses `text` as a JSON catalog; `path` only names the file in errors.

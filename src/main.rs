@@ -46,6 +46,14 @@ fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Check(path) => cli::run_check(&path, &mut stdout),
         Command::Impact(command) => cli::run_impact(&command, &mut stdout),
+        Command::DemoUpstream(listen) => {
+            drop(stdout);
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+                .block_on(cli::run_demo_upstream(listen))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Migrate(settings) => {
             cli::run_migrate(&settings, &mut stdout, &mut std::io::stderr().lock())
         }

@@ -40,6 +40,9 @@ pub(super) enum Command {
     Migrate(MigrateArgs),
     /// Ask a running gateway what a proposed catalog would change for whom; writes nothing.
     Impact(ImpactArgs),
+    /// Serve a small demo HTTP service and its OpenAPI document, to import as a source and
+    /// call through the gateway (for trying toolgate; not part of the gateway)
+    DemoUpstream(DemoUpstreamArgs),
 }
 
 /// Flags of `serve`.
@@ -124,6 +127,15 @@ pub(super) struct ImpactArgs {
     /// Print the gateway's JSON answer instead of the summary
     #[arg(long)]
     pub json: bool,
+}
+
+/// Flags of `demo-upstream`.
+#[derive(Debug, Clone, Args)]
+pub(super) struct DemoUpstreamArgs {
+    /// Listen address, IP:PORT or HOST:PORT
+    #[arg(long, value_name = "HOST:PORT", default_value = super::demo_upstream::DEFAULT_LISTEN,
+          value_parser = crate::config::parse_listen)]
+    pub listen: SocketAddr,
 }
 
 /// Flags of `migrate`.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::catalog_file::{CatalogFileError, parse_catalog_file};
+use crate::catalog_file::{CatalogFileError, all_shape_errors, parse_catalog_file};
 use crate::domain::model::Catalog;
 use crate::domain::validate::validate;
 
@@ -17,6 +17,7 @@ pub fn run_check(path: &Path, out: &mut impl Write) -> anyhow::Result<ExitCode> 
         Ok(catalog) => catalog,
         Err(error @ CatalogFileError::Syntax { .. }) => {
             writeln!(out, "{error}")?;
+            write_other_shape_errors(path, &error, out)?;
             return Ok(ExitCode::FAILURE);
         }
         Err(error @ CatalogFileError::Read { .. }) => return Err(error.into()),
@@ -52,6 +53,28 @@ pub fn run_check(path: &Path, out: &mut impl Write) -> anyhow::Result<ExitCode> 
         writeln!(out, "{error}")?;
     }
     Ok(ExitCode::FAILURE)
+}
+
+/// After the first error (which has the line and column), the wrong field of every other
+/// entry, so that one run lists them all; nothing more for a file that is not well-formed.
+fn write_other_shape_errors(
+    path: &Path,
+    first: &CatalogFileError,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let CatalogFileError::Syntax { field: first, .. } = first else {
+        return Ok(());
+    };
+    for (field, message) in all_shape_errors(path) {
+        if field == *first {
+            continue;
+        }
+        match field {
+            Some(field) => writeln!(out, "{}: {field}: {message}", path.display())?,
+            None => writeln!(out, "{}: {message}", path.display())?,
+        }
+    }
+    Ok(())
 }
 
 /// `2 sources, 5 tools, 1 label, 2 groups, 3 policies`.

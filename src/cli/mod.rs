@@ -1,4 +1,5 @@
-//! The command line: `toolgate [serve] [flags]`, `token`, `check FILE`, `migrate`, `impact`.
+//! The command line: `toolgate [serve] [flags]`, `token`, `check FILE`, `migrate`, `impact`,
+//! `demo-upstream`.
 //!
 //! [`parse`] turns the arguments and the environment into a [`Command`] whose settings are
 //! already loaded and checked; `main` then dispatches it. `Serve` goes to
@@ -7,6 +8,7 @@
 
 mod args;
 mod check;
+mod demo_upstream;
 mod impact;
 mod migrate;
 #[cfg(test)]
@@ -21,6 +23,7 @@ use clap::Parser as _;
 use crate::config::{Environment, Overrides, Settings};
 
 pub use check::run_check;
+pub use demo_upstream::{router as demo_upstream_router, run_demo_upstream};
 pub use impact::{ImpactCommand, run_impact};
 pub use migrate::run_migrate;
 pub use token::{TokenRequest, run_token};
@@ -38,6 +41,8 @@ pub enum Command {
     Migrate(Settings),
     /// Preview a catalog's impact on a running gateway.
     Impact(ImpactCommand),
+    /// Serve the demo upstream on this address.
+    DemoUpstream(std::net::SocketAddr),
 }
 
 /// Parses the process's arguments and environment. `--help`, `--version` and usage errors
@@ -72,6 +77,7 @@ where
             crate::config::unix_now(),
         )?),
         Some(args::Command::Check(check)) => Command::Check(check.file),
+        Some(args::Command::DemoUpstream(demo)) => Command::DemoUpstream(demo.listen),
         Some(args::Command::Impact(impact)) => {
             Command::Impact(ImpactCommand::from_args(impact, env)?)
         }

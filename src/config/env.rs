@@ -171,14 +171,21 @@ fn admin_rule(text: &str) -> Result<Vec<ClaimMatcher>, ConfigError> {
     layer::admin_rule("TOOLGATE_ADMIN_RULE", "", matchers)
 }
 
+/// Every `TOOLGATE_*` variable `serve` reads, and the `OTEL_*` ones it reads itself: what
+/// deployment files may set.
+pub fn setting_variables() -> impl Iterator<Item = &'static str> {
+    KNOWN_VARIABLES
+        .iter()
+        .chain(&super::mcp::VARIABLES)
+        .chain(&super::cache::VARIABLES)
+        .chain(OTEL_VARIABLES)
+        .copied()
+}
+
 /// `TOOLGATE_*` variables that toolgate does not read, most likely misspelt.
 pub(super) fn unknown_variables(env: &Environment) -> Vec<String> {
     env.toolgate_names()
-        .filter(|name| {
-            !KNOWN_VARIABLES.contains(name)
-                && !super::mcp::VARIABLES.contains(name)
-                && !super::cache::VARIABLES.contains(name)
-        })
+        .filter(|name| !setting_variables().any(|known| known == *name))
         .map(str::to_owned)
         .collect()
 }

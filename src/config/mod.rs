@@ -38,7 +38,7 @@ use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 pub use defaults::*;
 pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
-pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES};
+pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES, setting_variables};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use layer::parse_listen;

@@ -184,6 +184,7 @@ fn components() -> Components {
     collect::<admin::impact::ImpactBody>(&mut schemas);
     collect::<crate::service::impact::ImpactReport>(&mut schemas);
     collect::<admin::refresh::RefreshReply>(&mut schemas);
+    collect::<admin::backup::BackupReply>(&mut schemas);
     collect::<crate::service::RefreshStatus>(&mut schemas);
     collect::<bodies::Manifest>(&mut schemas);
     collect::<bodies::GroupMembers>(&mut schemas);
@@ -294,6 +295,7 @@ fn paths() -> Paths {
         .path("/admin/impact", admin_paths::impact())
         .path("/admin/catalog", admin_paths::catalog())
         .path("/admin/audit", admin_paths::audit())
+        .path("/admin/backup", admin_paths::backup())
         .path("/admin/revisions", revision_paths::list())
         .path("/admin/revisions/{id}", revision_paths::one())
         .path(

@@ -84,6 +84,7 @@ pub const ROUTES: &[Route] = &[
     token("/admin/impact", &["post"]),
     token("/admin/catalog", &["get", "put"]),
     token("/admin/audit", &["get"]),
+    token("/admin/backup", &["post"]),
     token("/admin/revisions", &["get"]),
     token("/admin/revisions/{id}", &["get"]),
     token("/admin/revisions/{id}/approve", &["post"]),

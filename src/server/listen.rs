@@ -54,6 +54,12 @@ const HTTP2_PING_TIMEOUT: Duration = Duration::from_secs(20);
 /// unless an exchange is still in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// The same when the server stops: an idle keep-alive connection whose peer never answers the
+/// GOAWAY's ping held every SIGTERM for the whole [`CLOSE_GRACE`]. A request the peer sent
+/// just before reading the GOAWAY is in flight within this long (and then waited for); an
+/// idle peer loses nothing when its socket closes.
+const STOP_GRACE: Duration = Duration::from_millis(100);
+
 /// The limits every connection is held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -234,16 +240,17 @@ where
     C: Future<Output = Result<(), hyper::Error>>,
 {
     let mut connection = std::pin::pin!(connection);
-    tokio::select! {
+    let grace = tokio::select! {
         served = connection.as_mut() => return served,
         () = activity.idle_for(limits.idle_timeout) => {
             tracing::debug!(idle = ?limits.idle_timeout, "closing an idle connection");
+            CLOSE_GRACE
         }
-        _ = stop.wait_for(|stopping| *stopping) => {}
-    }
+        _ = stop.wait_for(|stopping| *stopping) => STOP_GRACE,
+    };
     close(connection.as_mut());
     loop {
-        match tokio::time::timeout(CLOSE_GRACE, connection.as_mut()).await {
+        match tokio::time::timeout(grace, connection.as_mut()).await {
             Ok(served) => return served,
             Err(_) if !activity.is_busy() => return Ok(()), // dropped: the socket closes
             Err(_) => {}

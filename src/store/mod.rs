@@ -256,6 +256,19 @@ pub struct StoredCatalog {
     pub revision: u64,
 }
 
+/// A consistent copy of the whole store written beside it ([`CatalogStore::backup`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Backup {
+    /// Its file name, `toolgate-r<revision>-<YYYYMMDDTHHMMSSZ>.redb`.
+    pub file: String,
+    /// Where it is.
+    pub path: std::path::PathBuf,
+    /// The catalog revision it holds.
+    pub revision: u64,
+    /// Its size.
+    pub bytes: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The store moved past `expected` before this commit; reload and retry.
@@ -288,4 +301,9 @@ pub trait CatalogStore: Send + Sync + 'static {
 
     /// Whether the backing store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Writes a consistent copy of the whole store (the catalog with its secrets, the tool
+    /// revisions and the audit log, at one revision) into the store's `backups` folder; `None`
+    /// where the backend has its own tools for that (MongoDB: `mongodump`).
+    async fn backup(&self) -> Result<Option<Backup>, StoreError>;
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tracing::field::Empty;
 
-use super::{AuditQuery, AuditRecord, CatalogStore, Commit, StoreError, StoredCatalog};
+use super::{AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog};
 use crate::telemetry::Metrics;
 
 /// `inner`, with its calls traced and its failures counted.
@@ -86,6 +86,11 @@ impl CatalogStore for ObservedStore {
     async fn ping(&self) -> Result<(), StoreError> {
         self.observe("store ping", "ping", self.inner.ping()).await
     }
+
+    async fn backup(&self) -> Result<Option<Backup>, StoreError> {
+        self.observe("store backup", "backup", self.inner.backup())
+            .await
+    }
 }
 
 #[cfg(test)]
@@ -113,6 +118,9 @@ mod tests {
             Err(StoreError::Unavailable("connection refused".into()))
         }
         async fn ping(&self) -> Result<(), StoreError> {
+            Err(StoreError::Unavailable("connection refused".into()))
+        }
+        async fn backup(&self) -> Result<Option<Backup>, StoreError> {
             Err(StoreError::Unavailable("connection refused".into()))
         }
     }

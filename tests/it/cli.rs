@@ -217,6 +217,52 @@ fn check_reports_json_syntax_errors_with_their_place() {
     );
 }
 
+/// A file that parses but is not a catalog: every wrong entry is listed in one run, the first
+/// with its line, and nothing twice.
+#[test]
+fn check_reports_the_shape_error_of_every_entry_not_only_the_first() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let yaml = "sources:\n  - {id: a, name: [1], type: manual}\n  - {id: b, name: {b: 1}, type: manual}\n\
+                tools:\n  - {source_id: a, operation_id: x, name: x, method: GET, path: /x, \
+                input_schema: {}, tags: oops}\ngroups:\n  - {id: g, name: g, colour: red}\n\
+                extra: 1\n";
+    for (name, contents) in [
+        ("catalog.yaml", yaml.to_owned()),
+        (
+            "catalog.json",
+            serde_json::to_string(
+                &serde_norway::from_str::<serde_json::Value>(yaml).expect("yaml"),
+            )
+            .expect("json"),
+        ),
+    ] {
+        let path = write(dir.path(), name, &contents);
+        let output = toolgate(dir.path(), &["check", path.to_str().expect("utf-8")], &[]);
+        assert_eq!(output.status.code(), Some(1));
+        let stdout = text(&output.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert!(lines[0].contains(&format!("{name}:")), "{stdout}");
+        for field in [
+            "sources[1].name",
+            "tools[0].tags",
+            "groups[0].colour",
+            "unknown field `extra`",
+        ] {
+            assert_eq!(
+                lines.iter().filter(|line| line.contains(field)).count(),
+                1,
+                "{name}: {field} once in\n{stdout}"
+            );
+        }
+        let first = lines
+            .iter()
+            .filter(|line| line.contains("sources[0].name"))
+            .count();
+        assert_eq!(first, 1, "{name}: the first error once\n{stdout}");
+        assert_eq!(lines.len(), 5, "{name}:\n{stdout}");
+    }
+}
+
 #[test]
 fn check_accepts_a_valid_json_catalog() {
     let dir = tempfile::tempdir().expect("temporary folder");

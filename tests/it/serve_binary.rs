@@ -77,6 +77,40 @@ async fn sigterm_shuts_down_gracefully() {
     );
 }
 
+/// Idle keep-alive connections (an HTTP/1 client's pool, an HTTP/2 peer that never answers the
+/// GOAWAY's ping) do not hold the shutdown: it took their whole 2 s close grace before.
+#[tokio::test]
+async fn sigterm_is_quick_with_idle_keep_alive_connections() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut process = Process::serve(dir.path(), &[]);
+    let address = process.base.trim_start_matches("http://").to_owned();
+    let mut silent_h2 = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    silent_h2
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .expect("preface and settings");
+    let pooled = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let answer = pooled
+        .get(format!("{}/healthz", process.base))
+        .send()
+        .await
+        .expect("healthz");
+    assert_eq!(answer.status(), StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = std::time::Instant::now();
+    process.signal("TERM");
+    assert_eq!(process.wait(Duration::from_secs(10)), Some(true));
+    let took = asked.elapsed();
+    assert!(took < Duration::from_millis(1_000), "SIGTERM took {took:?}");
+    drop(silent_h2);
+}
+
 #[tokio::test]
 async fn sigterm_ends_open_streams_and_exits() {
     let dir = tempfile::tempdir().expect("temp dir");

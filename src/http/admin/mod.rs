@@ -2,6 +2,7 @@
 //! explanation, the whole catalog, the audit log. Every route requires the admin rule.
 
 pub(crate) mod audit;
+pub(crate) mod backup;
 mod catalog;
 mod conditional;
 pub(crate) mod crud;
@@ -81,6 +82,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         ("/admin/impact", post(impact::impact)),
         ("/admin/catalog", get(catalog::read).put(catalog::replace)),
         ("/admin/audit", get(audit::list)),
+        ("/admin/backup", post(backup::backup)),
         ("/admin/revisions", get(revisions::list)),
         ("/admin/revisions/{id}", get(revisions::read)),
         ("/admin/revisions/{id}/approve", post(revisions::approve)),

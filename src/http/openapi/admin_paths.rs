@@ -154,6 +154,31 @@ pub(super) fn claim_sets() -> PathItem {
     ))
 }
 
+/// `POST /admin/backup`.
+pub(super) fn backup() -> PathItem {
+    let operation = admin_operation(
+        "backup_store",
+        "catalog",
+        "Write a consistent copy of the store",
+        "Copies the embedded store at one revision (the catalog with its sources' secrets in \
+         clear, the tool revisions and the audit log) into the data dir's `backups` folder as \
+         a file of mode 0600, while the gateway keeps serving. Restore: stop the gateway, put \
+         the file in place of `toolgate.redb`, start it. On MongoDB: 409, use `mongodump`.",
+    )
+    .response(
+        "201",
+        ResponseBuilder::new()
+            .description("The backup written.")
+            .content(
+                JSON,
+                json_content(schema_ref::<admin::backup::BackupReply>()),
+            ),
+    );
+    PathItemBuilder::new()
+        .operation(HttpMethod::Post, problems(operation, &[409, 429, 503]))
+        .build()
+}
+
 /// `GET /admin/live`.
 pub(super) fn live() -> PathItem {
     get(problems(

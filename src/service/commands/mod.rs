@@ -33,7 +33,7 @@ use crate::domain::stamp::Stamp;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::ingest::refresh::RefreshSummary;
 use crate::ingest::{Import, IngestError, IssueOutcome};
-use crate::store::EntityKind;
+use crate::store::{Backup, EntityKind, StoreError};
 use crate::telemetry::Metrics;
 
 /// Why a command did not happen; nothing was changed.
@@ -299,6 +299,23 @@ impl Commands {
     /// admins changed.
     pub async fn seed(&self, seed: Catalog) -> Result<Option<u64>, CommandError> {
         document::seed(&self.catalog, seed, &stamp(&toolgate())).await
+    }
+
+    /// Writes a consistent copy of the whole store beside it (embedded store: the data dir's
+    /// `backups` folder); `None` on a store that is copied with its own tools (MongoDB). Not a
+    /// catalog change, so not audited: logged with the request's id (never the admin's claims).
+    pub async fn backup(&self, actor: &Actor) -> Result<Option<Backup>, StoreError> {
+        let backup = self.catalog.store().backup().await?;
+        if let Some(backup) = &backup {
+            tracing::info!(
+                request_id = actor.request_id.as_deref().unwrap_or("-"),
+                file = %backup.file,
+                revision = backup.revision,
+                bytes = backup.bytes,
+                "backup written"
+            );
+        }
+        Ok(backup)
     }
 
     /// Re-imports source `id` ([`refresh_source`]), and records the attempt in the refresh log

@@ -18,6 +18,7 @@
 //! stalls the async workers.
 
 mod audit;
+mod backup;
 mod commit;
 mod error;
 mod load;
@@ -31,10 +32,15 @@ use async_trait::async_trait;
 use redb::{Database, DatabaseError, ReadableDatabase, StorageError, TableError};
 
 use self::error::During;
-use crate::store::{AuditQuery, AuditRecord, CatalogStore, Commit, StoreError, StoredCatalog};
+use crate::store::{
+    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog,
+};
 
 /// The name of the database file inside the data dir.
 pub const FILE_NAME: &str = "toolgate.redb";
+
+/// The folder of the data dir that backups are written to.
+pub const BACKUPS_DIR: &str = "backups";
 
 /// The catalog, its revision and the audit log in one redb file. Cheap to share behind an `Arc`;
 /// the file stays locked until the store (and any operation still running) is dropped.
@@ -90,6 +96,13 @@ impl EmbeddedStore {
             db: Arc::new(db),
             path,
         })
+    }
+
+    /// Where [`CatalogStore::backup`] writes: `backups` in the data dir.
+    pub fn backups_dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map_or_else(|| PathBuf::from(BACKUPS_DIR), |dir| dir.join(BACKUPS_DIR))
     }
 
     /// The database file, for logs and diagnostics.
@@ -297,5 +310,13 @@ impl CatalogStore for EmbeddedStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         self.run(load::revision).await.map(drop)
+    }
+
+    async fn backup(&self) -> Result<Option<Backup>, StoreError> {
+        let dir = self.backups_dir();
+        let now = chrono::Utc::now();
+        self.run(move |db| backup::write(db, &dir, now))
+            .await
+            .map(Some)
     }
 }

@@ -68,7 +68,9 @@ use async_trait::async_trait;
 use mongodb::{Client, Database};
 use tokio::sync::Mutex;
 
-use crate::store::{AuditQuery, AuditRecord, CatalogStore, Commit, StoreError, StoredCatalog};
+use crate::store::{
+    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog,
+};
 
 pub use client::DEFAULT_TIMEOUT;
 pub use migrations::MigrationReport;
@@ -196,5 +198,11 @@ impl CatalogStore for MongoStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         client::ping(&self.db).await
+    }
+
+    /// A copy of a MongoDB database is `mongodump`'s (with `--oplog` on a replica set for one
+    /// point in time): the gateway has no file system of the database's to write to.
+    async fn backup(&self) -> Result<Option<Backup>, StoreError> {
+        Ok(None)
     }
 }

@@ -1,0 +1,53 @@
+//! `POST /admin/backup`: a consistent copy of the embedded store, written beside it.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::actor;
+use crate::http::AppState;
+use crate::http::errors::ApiError;
+use crate::http::extract::Admin;
+
+/// The body of a backup's 201: where it is and what it holds.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct BackupReply {
+    /// Its file name in the data dir's `backups` folder:
+    /// `toolgate-r<revision>-<YYYYMMDDTHHMMSSZ>.redb`.
+    pub file: String,
+    /// Its absolute path on the gateway's host.
+    pub path: String,
+    /// The catalog revision it holds.
+    pub revision: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+pub(crate) async fn backup(
+    State(state): State<AppState>,
+    Admin(agent): Admin,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let actor = actor(&agent, &headers);
+    let Some(backup) = state.app.commands.backup(&actor).await? else {
+        return Err(ApiError::Conflict(
+            "the catalog is in MongoDB: back it up with mongodump (--oplog on a replica set), \
+             see docs/backup.md"
+                .to_owned(),
+            Vec::new(),
+        ));
+    };
+    let path = std::path::absolute(&backup.path).unwrap_or(backup.path);
+    Ok((
+        StatusCode::CREATED,
+        Json(BackupReply {
+            file: backup.file,
+            path: path.display().to_string(),
+            revision: backup.revision,
+            bytes: backup.bytes,
+        }),
+    )
+        .into_response())
+}
