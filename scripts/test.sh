@@ -53,3 +53,10 @@ scripts/mcp_clients.sh
 scripts/helm.sh
 
 cargo test --locked "$@"
+
+# The release binary exactly as the container image builds it (the Dockerfile's build stage runs
+# this script), then run as the image runs it. Skipped when only some tests were asked for.
+if [ $# -eq 0 ]; then
+  scripts/docker-build.sh target/image
+  scripts/image-check.sh target/image/toolgate
+fi

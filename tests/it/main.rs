@@ -43,6 +43,7 @@ mod http_mongo;
 mod http_rate_limit;
 mod http_secrets;
 mod http_stream;
+mod identity_providers;
 mod ingest;
 mod ingest_real;
 mod layering;
