@@ -131,12 +131,7 @@ async fn listen(link: Arc<RedisLink>, heard: watch::Sender<Heard>, stop: Arc<Not
 }
 
 async fn subscribed(link: &RedisLink) -> Result<redis::aio::PubSub, redis::RedisError> {
-    let connect = link.client().get_async_pubsub();
-    let mut pubsub = tokio::time::timeout(crate::redis_link::CONNECT_TIMEOUT, connect)
-        .await
-        .map_err(|_| {
-            redis::RedisError::from((redis::ErrorKind::Io, "timed out connecting to Redis"))
-        })??;
+    let mut pubsub = link.pubsub().await?;
     pubsub.subscribe(CHANNEL).await?;
     Ok(pubsub)
 }

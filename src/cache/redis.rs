@@ -209,13 +209,13 @@ impl SharedCache {
         let span = command_span("redis SET", "SET");
         tokio::spawn(
             async move {
-                let mut pipe = redis::pipe();
-                pipe.set_ex(&key, value, ACCESS_TTL_SECS).ignore();
-                for (key, value) in groups {
-                    pipe.set_ex(key, value, GROUP_TTL_SECS).ignore();
-                }
-                let mut connection = link.commands();
-                let written: Result<(), _> = pipe.query_async(&mut connection).await;
+                let mut entries = vec![(key, value, ACCESS_TTL_SECS)];
+                entries.extend(
+                    groups
+                        .into_iter()
+                        .map(|(key, value)| (key, value, GROUP_TTL_SECS)),
+                );
+                let written = link.set_all(entries).await;
                 let _ = link.health().record(written);
             }
             .instrument(span),

@@ -57,6 +57,7 @@ mod otlp_export;
 mod pinning_model;
 mod quick_start;
 mod redis_shared;
+mod redis_topologies;
 mod revisions;
 mod serve_binary;
 mod store_embedded;

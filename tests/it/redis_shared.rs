@@ -28,7 +28,7 @@ use toolgate::store::{CatalogStore, Subject};
 const WAIT: Duration = Duration::from_secs(10);
 
 /// Polls `condition` until it holds, or fails with `what`.
-async fn eventually(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, within: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !condition() {
         assert!(Instant::now() < deadline, "{what} within {within:?}");
@@ -109,7 +109,7 @@ async fn the_bus_carries_revisions_between_instances_and_reconnects_after_redis_
 }
 
 /// Adds a label through `service`; returns the new revision.
-async fn add_label(service: &CatalogService, id: &str) -> u64 {
+pub(crate) async fn add_label(service: &CatalogService, id: &str) -> u64 {
     let actor = Actor {
         subject: "test".to_owned(),
         request_id: None,
@@ -136,7 +136,7 @@ async fn add_label(service: &CatalogService, id: &str) -> u64 {
     revision
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
@@ -146,23 +146,7 @@ async fn a_write_through_one_instance_reaches_the_other_through_redis() {
     let dir = tempfile::tempdir().expect("temp dir");
     // Two catalog services on one store, as two instances on one MongoDB would be; each with
     // its own Redis connection.
-    let store: Arc<dyn CatalogStore> = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    let open = |store: Arc<dyn CatalogStore>| {
-        let link = Arc::new(RedisLink::open(&redis.url).expect("url"));
-        async move {
-            let bus = RedisBus::start(link) as Arc<dyn ChangeBus>;
-            Arc::new(
-                CatalogService::open_with_bus(store, Some(bus))
-                    .await
-                    .expect("opens"),
-            )
-        }
-    };
-    let a = open(Arc::clone(&store)).await;
-    let b = open(Arc::clone(&store)).await;
-    let _follower = follow(b.bus().as_ref(), &b, None);
-    let connected = b.bus().subscribe();
-    eventually("b listens", WAIT, || heard(&connected).connections >= 1).await;
+    let (a, b, _follower) = crate::redis_topologies::two_instances(&redis.url, &dir).await;
 
     let mut latencies = Vec::new();
     for i in 0..100 {
@@ -449,28 +433,9 @@ async fn agents_are_served_without_a_failure_while_redis_dies_and_returns() {
     // Agents with ever new claims (every request a cache miss, so every one would ask Redis)
     // while Redis is killed mid-way.
     let base = gateway.base.clone();
-    let load = tokio::spawn(async move {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .expect("client");
-        let mut results = Vec::new();
-        let started = Instant::now();
-        let mut i = 0;
-        while started.elapsed() < Duration::from_millis(1500) {
-            let token = Gateway::token(reader_claims(&format!("agent-{i}")));
-            i += 1;
-            let sent = Instant::now();
-            let status = client
-                .get(format!("{base}/agents/tools"))
-                .bearer_auth(token)
-                .send()
-                .await
-                .map(|response| response.status());
-            results.push((status, sent.elapsed()));
-        }
-        results
-    });
+    let load = tokio::spawn(agent_reads(base, Duration::from_millis(1500), |i| {
+        reader_claims(&format!("agent-{i}"))
+    }));
     tokio::time::sleep(Duration::from_millis(500)).await;
     redis.stop();
     let results = load.await.expect("load");
@@ -549,4 +514,36 @@ async fn agents_are_served_without_a_failure_while_redis_dies_and_returns() {
         }
         assert!(Instant::now() < deadline, "decisions are not shared again");
     }
+}
+
+/// What an agent read answered.
+pub(crate) type Read = (Result<StatusCode, reqwest::Error>, Duration);
+
+/// Agent reads of `GET /agents/tools` one after another for `duration`, the `i`-th with the
+/// claims `claims(i)` (ever new claims: every read a cache miss that asks Redis).
+pub(crate) async fn agent_reads(
+    base: String,
+    duration: Duration,
+    claims: impl Fn(usize) -> Value,
+) -> Vec<Read> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let mut results = Vec::new();
+    let started = Instant::now();
+    let mut i = 0;
+    while started.elapsed() < duration {
+        let token = Gateway::token(claims(i));
+        i += 1;
+        let sent = Instant::now();
+        let status = client
+            .get(format!("{base}/agents/tools"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .map(|response| response.status());
+        results.push((status, sent.elapsed()));
+    }
+    results
 }

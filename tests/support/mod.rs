@@ -14,6 +14,7 @@ pub mod mongo;
 pub mod process;
 pub mod random_catalog;
 pub mod redis;
+pub mod redis_topologies;
 pub mod scrape;
 pub mod source_text;
 pub mod sse;

@@ -64,16 +64,7 @@ impl RedisServer {
     /// Runs one command with `redis-cli` and returns what it printed (empty for a nil reply);
     /// `None` when the server is not there.
     pub fn command(&self, args: &[&str]) -> Option<String> {
-        let output = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        if !output.status.success() || text.starts_with("Could not connect") {
-            return None;
-        }
-        Some(text)
+        redis_cli(self.port, args)
     }
 
     /// The value at `key`, parsed as JSON; `None` when absent.
@@ -117,4 +108,19 @@ impl Drop for RedisServer {
             let _ = child.wait();
         }
     }
+}
+
+/// One command with `redis-cli` against the server on `port`: what it printed (empty for a nil
+/// reply), or `None` when no server is there.
+pub fn redis_cli(port: u16, args: &[&str]) -> Option<String> {
+    let output = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !output.status.success() || text.starts_with("Could not connect") {
+        return None;
+    }
+    Some(text)
 }

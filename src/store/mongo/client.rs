@@ -28,7 +28,8 @@ pub(super) async fn connect(uri: &str) -> Result<Client, StoreError> {
         // The driver's parse errors describe the problem without echoing the string, so they
         // are safe to show; the URI itself is not.
         StoreError::Unavailable(format!(
-            "the MongoDB URI (TOOLGATE_MONGODB_URI) is not valid: {error}"
+            "the MongoDB URI (TOOLGATE_MONGODB_URI) is not valid: {}",
+            super::error::describe(&error)
         ))
     })?;
     options
@@ -39,7 +40,10 @@ pub(super) async fn connect(uri: &str) -> Result<Client, StoreError> {
         .app_name
         .get_or_insert_with(|| "toolgate".to_owned());
     Client::with_options(options).map_err(|error| {
-        StoreError::Unavailable(format!("cannot create a MongoDB client: {error}"))
+        StoreError::Unavailable(format!(
+            "cannot create a MongoDB client: {}",
+            super::error::describe(&error)
+        ))
     })
 }
 

@@ -24,7 +24,82 @@ impl<T> During<T> for Result<T, Error> {
 
 /// The `Unavailable` error for a driver error met while `doing` something.
 pub(super) fn unavailable(doing: &str, error: &Error) -> StoreError {
-    StoreError::Unavailable(format!("MongoDB failed while {doing}: {error}"))
+    StoreError::Unavailable(format!("MongoDB failed while {doing}: {}", describe(error)))
+}
+
+/// What went wrong, in words an operator acts on: the driver's `Display` of an error is
+/// `Kind: …, labels: {…}, source: …, server response: …`, with Rust debug dumps of write
+/// failures and, for an unreachable server, the whole topology.
+pub(super) fn describe(error: &Error) -> String {
+    match error.kind.as_ref() {
+        ErrorKind::ServerSelection { message, .. } => server_selection(message),
+        ErrorKind::Write(WriteFailure::WriteError(write)) => {
+            format!(
+                "the server refused the write: {} (code {})",
+                write.message, write.code
+            )
+        }
+        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => format!(
+            "the write concern was not met: {} (code {})",
+            concern.message, concern.code
+        ),
+        ErrorKind::InsertMany(failure) => {
+            let first = failure
+                .write_errors
+                .as_ref()
+                .and_then(|errors| errors.first());
+            match (first, &failure.write_concern_error) {
+                (Some(write), _) => format!(
+                    "the server refused an insert: {} (code {})",
+                    write.message, write.code
+                ),
+                (None, Some(concern)) => format!(
+                    "the write concern was not met: {} (code {})",
+                    concern.message, concern.code
+                ),
+                (None, None) => "an insert failed".to_owned(),
+            }
+        }
+        ErrorKind::Command(command) if command.code_name.is_empty() => format!(
+            "the server refused the command: {} (code {})",
+            command.message, command.code
+        ),
+        ErrorKind::Command(command) => format!(
+            "the server refused the command: {} ({}, code {})",
+            command.message, command.code_name, command.code
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// `Server selection timeout: No available servers. Topology: { …, Servers: [ { Address:
+/// h:p, Type: Unknown, Error: Kind: I/O error: Connection refused (os error 111), labels: {} }
+/// ] }` as `no MongoDB server answered in time (h:p: I/O error: Connection refused (os error
+/// 111))`.
+fn server_selection(message: &str) -> String {
+    static SERVER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"Address: ([^,]+), Type: [^,]+(?:, [^{}]*?Error: (?:Kind: )?(.*?), labels)?",
+        )
+        .expect("a valid pattern")
+    });
+    let servers: Vec<String> = SERVER
+        .captures_iter(message)
+        .map(|found| match found.get(2) {
+            Some(error) => format!("{}: {}", &found[1], error.as_str()),
+            None => format!("{}: not usable for this operation", &found[1]),
+        })
+        .collect();
+    let what = if message.contains("No available servers") {
+        "no MongoDB server answered within the server selection timeout"
+    } else {
+        "no MongoDB server suitable for this operation was found within the server selection timeout (is the replica set's primary elected?)"
+    };
+    if servers.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what} ({})", servers.join("; "))
+    }
 }
 
 /// Whether `error` ended a transaction that may succeed if tried again (nothing of it was
@@ -83,5 +158,39 @@ mod tests {
             "E11000 duplicate key"
         )));
         assert!(!is_transient(&command_error(13, "unauthorized")));
+    }
+
+    /// A real unreachable server (a closed port), as an operator meets it.
+    #[tokio::test]
+    async fn driver_errors_read_as_sentences_not_debug_dumps() {
+        let client = mongodb::Client::with_uri_str(
+            "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&connectTimeoutMS=300",
+        )
+        .await
+        .expect("a client");
+        let selection = client
+            .list_database_names()
+            .await
+            .expect_err("nothing listens on port 1");
+        let text = describe(&selection);
+        assert!(
+            text.starts_with(
+                "no MongoDB server answered within the server selection timeout (127.0.0.1:1: "
+            ) && text.contains("Connection refused"),
+            "{text}"
+        );
+        let refused = command_error(13, "not authorized on toolgate to execute command");
+        assert_eq!(
+            describe(&refused),
+            "the server refused the command: not authorized on toolgate to execute command \
+             (code 13)"
+        );
+        for error in [selection, refused] {
+            let text = describe(&error);
+            assert!(
+                !text.contains("labels") && !text.contains("Kind:"),
+                "{text}"
+            );
+        }
     }
 }

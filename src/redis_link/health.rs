@@ -1,33 +1,13 @@
-//! The gateway's connection to Redis, shared by the cache and the change bus, and the one
-//! place that knows whether Redis is up.
-//!
-//! Redis is an accelerator and a messenger, never the source of truth: when it is down, agent
-//! reads go on from the local snapshot and cache, and the catalog store's revision (polled)
-//! keeps instances in step. So every call here is bounded by short timeouts, fails into "no
-//! answer" rather than into an error for the request, and is recorded in [`RedisHealth`] for
-//! `/readyz` and the metrics. While Redis is down, cache lookups are skipped outright except for
-//! one probe per [`PROBE_INTERVAL`], so a dead Redis costs agents nothing.
+//! Whether Redis is up, as the gateway has seen it: recorded by every call, read by `/readyz`,
+//! the metrics and the callers that skip Redis while it is down.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError};
+use redis::RedisError;
 
-/// Longest wait for one command; a cache answer slower than this is worth less than computing.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_millis(250);
-/// Longest wait for a TCP connection to Redis.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-/// While Redis is down, how often one request may try it again.
-pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
-
-/// A connection to Redis that reconnects by itself.
-pub struct RedisLink {
-    client: Client,
-    commands: ConnectionManager,
-    health: RedisHealth,
-}
+use super::{LinkError, PROBE_INTERVAL};
 
 /// Whether Redis answered the last time it was asked, and how often it did not.
 #[derive(Default)]
@@ -44,69 +24,6 @@ pub struct RedisHealth {
 struct HealthState {
     last_error: Option<String>,
     last_probe: Option<Instant>,
-}
-
-/// Why the gateway could not use Redis.
-#[derive(Debug, thiserror::Error)]
-pub enum LinkError {
-    #[error("invalid Redis URL: {0}")]
-    Url(String),
-    #[error("Redis did not answer: {0}")]
-    Unavailable(String),
-}
-
-impl RedisLink {
-    /// A link to the Redis at `url`. Connecting is lazy: the gateway starts (degraded) even if
-    /// Redis is down, and catches up when it comes back.
-    pub fn open(url: &str) -> Result<RedisLink, LinkError> {
-        let client = Client::open(url).map_err(|error| LinkError::Url(error.to_string()))?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(2));
-        let commands = ConnectionManager::new_lazy_with_config(client.clone(), config)
-            .map_err(|error| LinkError::Url(error.to_string()))?;
-        Ok(RedisLink {
-            client,
-            commands,
-            health: RedisHealth::default(),
-        })
-    }
-
-    /// A connection for commands (cheap to clone; multiplexed).
-    pub fn commands(&self) -> ConnectionManager {
-        self.commands.clone()
-    }
-
-    /// The client, for connections of their own (pub/sub).
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    pub fn health(&self) -> &RedisHealth {
-        &self.health
-    }
-
-    /// Asks Redis whether it is there (for `/readyz`).
-    pub async fn ping(&self) -> Result<(), LinkError> {
-        let mut connection = self.commands();
-        let answer: Result<String, RedisError> =
-            redis::cmd("PING").query_async(&mut connection).await;
-        self.health.record(answer.map(drop))
-    }
-}
-
-/// The span of one Redis call, a child of what the caller is doing: `debug`, so free unless
-/// traces are exported.
-pub fn command_span(name: &'static str, operation: &'static str) -> tracing::Span {
-    tracing::debug_span!(
-        "redis",
-        otel.name = name,
-        otel.kind = "client",
-        db.system.name = "redis",
-        db.operation.name = operation,
-    )
 }
 
 impl RedisHealth {
