@@ -61,7 +61,13 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         Arc::clone(&metrics),
     ));
     if let Some(seed) = seed {
-        seed_if_empty(&commands, seed).await?;
+        seed_if_empty(
+            &commands,
+            seed,
+            &store_place(settings),
+            catalog.snapshot().revision(),
+        )
+        .await?;
     }
     let verifier = Verifier::new(settings.auth())
         .await
@@ -180,16 +186,36 @@ fn hub(
     )
 }
 
+/// Where the catalog lives, for messages: the embedded store's data dir, or MongoDB's
+/// database (never the URI: it may hold a password).
+fn store_place(settings: &Settings) -> String {
+    match settings.mongodb_uri {
+        Some(_) => format!("the MongoDB database `{}`", settings.mongodb_database),
+        None => format!("the data dir {}", settings.data_dir.display()),
+    }
+}
+
 /// Loads the seed catalog into an empty store (revision 0, nothing in it); otherwise leaves
 /// the store alone, so restarting with the same `--seed` never overwrites admin changes.
-async fn seed_if_empty(commands: &Commands, seed: Catalog) -> anyhow::Result<()> {
+/// A store that is not empty is said so at `warn`: a walk-through started on a data dir an
+/// earlier run changed answers otherwise than it says, and nothing else would tell why.
+async fn seed_if_empty(
+    commands: &Commands,
+    seed: Catalog,
+    place: &str,
+    revision: u64,
+) -> anyhow::Result<()> {
     match commands.seed(seed).await {
         Ok(Some(revision)) => {
             tracing::info!(revision, "loaded the seed catalog");
             Ok(())
         }
         Ok(None) => {
-            tracing::info!("the store is not empty; the seed is not loaded");
+            tracing::warn!(
+                revision,
+                "the seed catalog was not loaded: {place} already holds a catalog (the seed \
+                 only fills an empty store; start on another data dir for a fresh one)"
+            );
             Ok(())
         }
         Err(CommandError::Write(WriteError::Invalid(errors))) => {

@@ -63,6 +63,31 @@ async fn a_killed_gateway_restarts_with_everything_it_committed() {
     assert_eq!(audit_again, audit);
 }
 
+/// A `--seed` left unapplied because the data dir already holds a catalog is said, with where
+/// and at which revision: otherwise a walk-through on a used data dir answers otherwise than
+/// it says, and nothing tells why.
+#[test]
+fn a_seed_not_loaded_into_a_store_in_use_is_said() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let log = dir.path().join("stderr.log");
+    for _ in 0..2 {
+        let mut command = Process::serve_command(&data, &["--seed", "config/demo-catalog.yaml"]);
+        command.stderr(std::fs::File::create(&log).expect("log"));
+        let mut process = Process::spawn(command);
+        process.signal("TERM");
+        assert_eq!(process.wait(Duration::from_secs(10)), Some(true));
+    }
+    let text = std::fs::read_to_string(&log).expect("the second start's log");
+    assert!(
+        text.contains("WARN")
+            && text.contains("the seed catalog was not loaded")
+            && text.contains(&format!("the data dir {}", data.display()))
+            && text.contains("revision=1"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn sigterm_shuts_down_gracefully() {
     let dir = tempfile::tempdir().expect("temp dir");

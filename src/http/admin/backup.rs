@@ -33,8 +33,8 @@ pub(crate) async fn backup(
     let actor = actor(&agent, &headers);
     let Some(backup) = state.app.commands.backup(&actor).await? else {
         return Err(ApiError::Conflict(
-            "the catalog is in MongoDB: back it up with mongodump (--oplog on a replica set), \
-             see docs/backup.md"
+            "the catalog is in MongoDB: back it up with mongodump (on a replica set, a dump \
+             of the whole deployment with --oplog is one point in time; see docs/backup.md)"
                 .to_owned(),
             Vec::new(),
         ));

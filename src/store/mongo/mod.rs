@@ -200,8 +200,9 @@ impl CatalogStore for MongoStore {
         client::ping(&self.db).await
     }
 
-    /// A copy of a MongoDB database is `mongodump`'s (with `--oplog` on a replica set for one
-    /// point in time): the gateway has no file system of the database's to write to.
+    /// A copy of a MongoDB database is `mongodump`'s (on a replica set, of the whole deployment
+    /// with `--oplog` for one point in time): the gateway has no file system of the database's
+    /// to write to.
     async fn backup(&self) -> Result<Option<Backup>, StoreError> {
         Ok(None)
     }
