@@ -267,6 +267,8 @@ pub struct Backup {
     pub revision: u64,
     /// Its size.
     pub bytes: u64,
+    /// Whether this call wrote it (`false`: the backup of this revision was already there).
+    pub created: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

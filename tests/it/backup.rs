@@ -54,16 +54,41 @@ async fn backups_taken_while_admins_write_each_hold_one_revision_and_restore() {
             }
         })
     };
-    let mut backups = Vec::new();
+    let mut backups: Vec<Value> = Vec::new();
     while !writer.is_finished() || backups.is_empty() {
         let reply = gateway
             .admin_send(Method::POST, "/admin/backup", None)
-            .await
-            .expect(StatusCode::CREATED)
-            .json();
-        backups.push(reply);
+            .await;
+        let status = reply.status;
+        let reply = reply.json();
+        // One backup per revision: a second request before the next write answers the first.
+        match backups.iter().find(|b| b["revision"] == reply["revision"]) {
+            Some(earlier) => {
+                assert_eq!(status, StatusCode::OK, "{reply}");
+                assert_eq!(earlier["file"], reply["file"]);
+            }
+            None => {
+                assert_eq!(status, StatusCode::CREATED, "{reply}");
+                backups.push(reply);
+            }
+        }
     }
     writer.await.expect("the writer");
+    // With no write in between, asking twice answers the same file.
+    let first = gateway
+        .admin_send(Method::POST, "/admin/backup", None)
+        .await;
+    let again = gateway
+        .admin_send(Method::POST, "/admin/backup", None)
+        .await
+        .expect(StatusCode::OK)
+        .json();
+    let first_status = first.status;
+    let first = first.json();
+    assert_eq!(again["file"], first["file"]);
+    if first_status == StatusCode::CREATED {
+        backups.push(first);
+    }
     assert!(backups.len() >= 2, "{backups:?}");
 
     let data_dir = gateway.data_dir().expect("embedded");
@@ -108,7 +133,11 @@ async fn backups_taken_while_admins_write_each_hold_one_revision_and_restore() {
             "{name}: the secret is kept in clear"
         );
     }
-    // No unfinished copy is left behind.
+    // One file per revision, and no unfinished copy left behind.
+    let files = std::fs::read_dir(data_dir.join("backups"))
+        .expect("the folder")
+        .count();
+    assert_eq!(files, backups.len());
     let leftovers: Vec<_> = std::fs::read_dir(data_dir.join("backups"))
         .expect("the folder")
         .flatten()

@@ -1,4 +1,5 @@
-//! `POST /admin/backup`: a consistent copy of the embedded store, written beside it.
+//! `POST /admin/backup`: a consistent copy of the embedded store, written beside it: 201 with a
+//! new file, or 200 with the one already written at the current revision.
 
 use axum::Json;
 use axum::extract::State;
@@ -40,8 +41,13 @@ pub(crate) async fn backup(
         ));
     };
     let path = std::path::absolute(&backup.path).unwrap_or(backup.path);
+    let status = if backup.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((
-        StatusCode::CREATED,
+        status,
         Json(BackupReply {
             file: backup.file,
             path: path.display().to_string(),

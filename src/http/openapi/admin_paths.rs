@@ -163,12 +163,23 @@ pub(super) fn backup() -> PathItem {
         "Copies the embedded store at one revision (the catalog with its sources' secrets in \
          clear, the tool revisions and the audit log) into the data dir's `backups` folder as \
          a file of mode 0600, while the gateway keeps serving. Restore: stop the gateway, put \
-         the file in place of `toolgate.redb`, start it. On MongoDB: 409, use `mongodump`.",
+         the file in place of `toolgate.redb`, start it. One backup per revision: asked again \
+         before the next write, it answers the backup already written (200). On MongoDB: 409, \
+         use `mongodump`.",
     )
     .response(
         "201",
         ResponseBuilder::new()
             .description("The backup written.")
+            .content(
+                JSON,
+                json_content(schema_ref::<admin::backup::BackupReply>()),
+            ),
+    )
+    .response(
+        "200",
+        ResponseBuilder::new()
+            .description("The backup of the current revision, written by an earlier call.")
             .content(
                 JSON,
                 json_content(schema_ref::<admin::backup::BackupReply>()),

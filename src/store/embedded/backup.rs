@@ -6,7 +6,8 @@
 //! during the copy can leave a header that points at pages copied before it. The copy here is
 //! made under a hidden `.partial` name, created with mode 0600 (it holds the sources' secrets in
 //! clear), committed (fsynced), and only then renamed to its final name, so a crash or a full
-//! disk never leaves a file that looks like a finished backup.
+//! disk never leaves a file that looks like a finished backup. One backup per revision: asked
+//! again at a revision that has one, the existing file is the answer.
 
 use std::io;
 use std::path::Path;
@@ -29,8 +30,11 @@ pub(super) fn write(
         let meta = read.open_table(META).during("reading the revision")?;
         tables::counter(&meta, REVISION).during("reading the revision")?
     };
-    let file = format!("toolgate-r{revision}-{}.redb", now.format("%Y%m%dT%H%M%SZ"));
     create_dir(dir)?;
+    if let Some(existing) = existing(dir, revision) {
+        return Ok(existing);
+    }
+    let file = format!("toolgate-r{revision}-{}.redb", now.format("%Y%m%dT%H%M%SZ"));
     let partial = dir.join(format!(".{file}.{}.partial", uuid::Uuid::new_v4().simple()));
     let result = copy_into(&read, &partial).and_then(|()| {
         let path = dir.join(&file);
@@ -44,12 +48,36 @@ pub(super) fn write(
             path,
             revision,
             bytes,
+            created: true,
         })
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     result
+}
+
+/// A finished backup of `revision` already in `dir`: asking again without a write in between
+/// answers it instead of copying the store again, so repeated requests cannot fill the disk
+/// faster than the catalog changes.
+fn existing(dir: &Path, revision: u64) -> Option<Backup> {
+    let prefix = format!("toolgate-r{revision}-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().into_string().ok()?;
+            let finished = file.starts_with(&prefix) && file.ends_with(".redb");
+            let metadata = entry.metadata().ok().filter(|m| m.is_file())?;
+            finished.then(|| Backup {
+                path: entry.path(),
+                file,
+                revision,
+                bytes: metadata.len(),
+                created: false,
+            })
+        })
+        .max_by(|a, b| a.file.cmp(&b.file))
 }
 
 /// Creates `dir` (0700 on Unix: only the gateway's user lists its backups).
