@@ -4,9 +4,11 @@
 //! - `redis://[[user]:password@]host[:port][/db]`: one server (as the `redis` crate reads it);
 //! - `redis+cluster://[[user]:password@]host:port[,host:port…]`: a Redis Cluster, found from
 //!   any of these seed nodes; the credentials are every node's;
-//! - `redis+sentinel://[[user]:password@]host:port[,host:port…]/master-name[/db]`: the master
-//!   the Sentinels at these addresses (26379 when no port is given) name `master-name`; the
-//!   credentials are the master's (the Sentinels are asked without).
+//! - `redis+sentinel://[[user]:password@]host:port[,host:port…]/master-name[/db]
+//!   [?sentinel_password=…[&sentinel_username=…]]`: the master the Sentinels at these addresses
+//!   (26379 when no port is given) name `master-name`; the credentials are the master's, and
+//!   the Sentinels are asked with `sentinel_username`/`sentinel_password` when given (Sentinels
+//!   with `requirepass`).
 //!
 //! TLS (`rediss://`) is for a single server only.
 
@@ -54,6 +56,7 @@ impl Target {
             return Ok(Target::Cluster(nodes));
         }
         if let Some(rest) = url.strip_prefix(SENTINEL) {
+            let sentinel_auth = sentinel_credentials(rest);
             let (credentials, hosts, path) = split(rest)?;
             let mut parts = path.split('/').filter(|part| !part.is_empty());
             let master = parts.next().ok_or_else(|| {
@@ -74,7 +77,7 @@ impl Target {
             let (username, password) = userinfo(credentials.trim_end_matches('@'));
             let sentinels = addresses(hosts, SENTINEL_PORT)?
                 .into_iter()
-                .map(|address| format!("redis://{address}"))
+                .map(|address| format!("redis://{sentinel_auth}{address}"))
                 .collect();
             return Ok(Target::Sentinel {
                 sentinels,
@@ -85,6 +88,27 @@ impl Target {
             });
         }
         Ok(Target::Single(url.to_owned()))
+    }
+}
+
+/// `sentinel_username`/`sentinel_password` of the query as the userinfo of a `redis://` URL
+/// (`user:password@`, still percent-encoded as given), or "".
+fn sentinel_credentials(rest: &str) -> String {
+    let Some((_, query)) = rest.split_once('?') else {
+        return String::new();
+    };
+    let query = query.split('#').next().unwrap_or_default();
+    let value = |name: &str| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_default()
+    };
+    let (user, password) = (value("sentinel_username"), value("sentinel_password"));
+    if user.is_empty() && password.is_empty() {
+        String::new()
+    } else {
+        format!("{user}:{password}@")
     }
 }
 
@@ -177,6 +201,16 @@ mod tests {
                 username: Some("app".to_owned()),
                 password: Some("s@cret".to_owned()),
                 db: 3,
+            }
+        );
+        assert_eq!(
+            Target::parse("redis+sentinel://:m@s1/master?sentinel_password=p%26w").expect("auth"),
+            Target::Sentinel {
+                sentinels: vec!["redis://:p%26w@s1:26379".to_owned()],
+                master: "master".to_owned(),
+                username: None,
+                password: Some("m".to_owned()),
+                db: 0,
             }
         );
     }

@@ -197,3 +197,34 @@ async fn under_sentinel_a_failover_fails_no_agent_read_and_leaves_no_stale_manif
     })
     .await;
 }
+
+/// Sentinels and servers with `requirepass`, as managed deployments run them: the URL's
+/// credentials are the master's and `sentinel_password` the Sentinels'; without the latter the
+/// master cannot be found, and no error repeats a password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_and_a_master_that_require_passwords() {
+    let password = "s3cret-pw";
+    let set = tokio::task::block_in_place(|| SentinelSet::start_with(Some(password)));
+    let credentials = format!(":{password}@");
+    let url = set.url_with(&credentials, &format!("?sentinel_password={password}"));
+    let link = RedisLink::open(&url).expect("url");
+    link.ping().await.expect("the master answers");
+    let mut connection = link.commands();
+    let () = redis::cmd("SET")
+        .arg("toolgate:probe")
+        .arg("1")
+        .query_async(&mut connection)
+        .await
+        .expect("a write on the master");
+    assert_eq!(
+        set.master.command(&["GET", "toolgate:probe"]).as_deref(),
+        Some("1")
+    );
+
+    let refused = RedisLink::open(&set.url_with(&credentials, "")).expect("url");
+    let error = refused
+        .ping()
+        .await
+        .expect_err("the Sentinels want their password");
+    assert!(!error.to_string().contains(password), "{error}");
+}

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 /// One `redis-server` (or Sentinel) process, killed when dropped.
 pub struct Node {
     pub port: u16,
+    /// `requirepass`, when the server has one.
+    password: Option<String>,
     child: Option<Child>,
 }
 
 impl Node {
-    fn spawn(args: &[String]) -> Node {
+    fn spawn(args: &[String], password: Option<&str>) -> Node {
         let port = args
             .iter()
             .position(|arg| arg == "--port")
@@ -29,6 +31,7 @@ impl Node {
             .expect("redis-server starts (run scripts/test.sh once: it installs it)");
         let node = Node {
             port,
+            password: password.map(str::to_owned),
             child: Some(child),
         };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -52,7 +55,14 @@ impl Node {
 
     /// One command with `redis-cli`; `None` when the server is not there.
     pub fn command(&self, args: &[&str]) -> Option<String> {
-        super::redis::redis_cli(self.port, args)
+        match &self.password {
+            None => super::redis::redis_cli(self.port, args),
+            Some(password) => {
+                let mut with_auth = vec!["--no-auth-warning", "-a", password.as_str()];
+                with_auth.extend_from_slice(args);
+                super::redis::redis_cli(self.port, &with_auth)
+            }
+        }
     }
 
     /// The number of keys this node holds.
@@ -130,7 +140,7 @@ impl RedisCluster {
                     "--cluster-node-timeout".to_owned(),
                     "2000".to_owned(),
                 ]);
-                Node::spawn(&args)
+                Node::spawn(&args, None)
             })
             .collect();
         let addresses: Vec<String> = nodes
@@ -179,22 +189,38 @@ pub const MASTER_NAME: &str = "toolgate-test";
 
 impl SentinelSet {
     pub fn start() -> SentinelSet {
+        SentinelSet::start_with(None)
+    }
+
+    /// With `password` as every server's and every Sentinel's `requirepass` (and the replica's
+    /// and Sentinels' password for the master), as managed Sentinel deployments run.
+    pub fn start_with(password: Option<&str>) -> SentinelSet {
         let dir = tempfile::tempdir().expect("temp dir");
-        let master = Node::spawn(&common(free_port(), dir.path()));
+        let auth = |mut args: Vec<String>| {
+            if let Some(password) = password {
+                args.extend(
+                    ["--requirepass", password, "--masterauth", password].map(String::from),
+                );
+            }
+            args
+        };
+        let master = Node::spawn(&auth(common(free_port(), dir.path())), password);
         let replica_port = free_port();
-        let mut replica_args = common(replica_port, dir.path());
+        let mut replica_args = auth(common(replica_port, dir.path()));
         replica_args.extend([
             "--replicaof".to_owned(),
             "127.0.0.1".to_owned(),
             master.port.to_string(),
         ]);
-        let replica = Node::spawn(&replica_args);
+        let replica = Node::spawn(&replica_args, password);
         wait_until("the replica is in sync", Duration::from_secs(20), || {
             replica
                 .command(&["INFO", "replication"])
                 .is_some_and(|info| info.contains("master_link_status:up"))
         });
-        let sentinels: Vec<Node> = (0..3).map(|_| sentinel(dir.path(), master.port)).collect();
+        let sentinels: Vec<Node> = (0..3)
+            .map(|_| sentinel(dir.path(), master.port, password))
+            .collect();
         wait_until(
             "the Sentinels know the replica and each other",
             Duration::from_secs(30),
@@ -225,12 +251,20 @@ impl SentinelSet {
     }
 
     pub fn url(&self) -> String {
+        self.url_with("", "")
+    }
+
+    /// The `redis+sentinel://` URL with `credentials` (`:password@`) and a `query` (`?…`).
+    pub fn url_with(&self, credentials: &str, query: &str) -> String {
         let hosts: Vec<String> = self
             .sentinels
             .iter()
             .map(|node| format!("127.0.0.1:{}", node.port))
             .collect();
-        format!("redis+sentinel://{}/{MASTER_NAME}", hosts.join(","))
+        format!(
+            "redis+sentinel://{credentials}{}/{MASTER_NAME}{query}",
+            hosts.join(",")
+        )
     }
 
     /// The port of the server the first Sentinel that answers names as the master.
@@ -246,12 +280,15 @@ impl SentinelSet {
     }
 }
 
-fn sentinel(dir: &Path, master_port: u16) -> Node {
+fn sentinel(dir: &Path, master_port: u16, password: Option<&str>) -> Node {
     let port = free_port();
     let config = dir.join(format!("sentinel-{port}.conf"));
+    let auth = password.map_or_else(String::new, |password| {
+        format!("requirepass {password}\nsentinel auth-pass {MASTER_NAME} {password}\n")
+    });
     std::fs::write(
         &config,
-        format!(
+        auth + &format!(
             "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {}\n\
              sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 2\n\
              sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
@@ -261,10 +298,13 @@ fn sentinel(dir: &Path, master_port: u16) -> Node {
         ),
     )
     .expect("the Sentinel's config");
-    Node::spawn(&[
-        config.display().to_string(),
-        "--sentinel".to_owned(),
-        "--port".to_owned(),
-        port.to_string(),
-    ])
+    Node::spawn(
+        &[
+            config.display().to_string(),
+            "--sentinel".to_owned(),
+            "--port".to_owned(),
+            port.to_string(),
+        ],
+        password,
+    )
 }
