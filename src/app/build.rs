@@ -75,6 +75,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
     verifier.spawn_refresh();
     let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics);
     catalog.carry_into(Arc::clone(&manifests) as Arc<dyn crate::service::catalog::CarryOver>);
+    catalog.carry_into(Arc::clone(&decisions) as Arc<dyn crate::service::catalog::CarryOver>);
     let hub = hub(settings, &manifests, &catalog);
     let mcp_tools = Arc::new(McpTools::new(
         Arc::clone(&decisions),
@@ -83,6 +84,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         settings.mcp.page_size,
         settings.cache.mcp_page_bytes,
     ));
+    catalog.carry_into(Arc::clone(&mcp_tools) as Arc<dyn crate::service::catalog::CarryOver>);
     let limits = Limiters::new(settings.rate_limits).observed(Arc::clone(&metrics));
     Ok(App {
         catalog,

@@ -236,6 +236,17 @@ impl<K: Hash + Eq, V: Clone> RevisionCache<K, V> {
         entries.lru.len()
     }
 
+    /// Drops every entry and forgets the revision: the catalog's revisions went back (a store
+    /// restored from a backup), so a revision number may come again with other content.
+    pub fn reset(&self) {
+        let mut entries = self.lock();
+        entries.lru.clear();
+        entries.bytes = 0;
+        entries.revision = 0;
+        self.bytes.store(0, Ordering::Relaxed);
+        self.len.store(0, Ordering::Relaxed);
+    }
+
     pub fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }

@@ -252,6 +252,7 @@ mod tests {
             revision: 3,
             policy_ids: policies.iter().map(|id| (*id).to_owned()).collect(),
             group_ids: vec!["g".to_owned()],
+            policies: "d".to_owned(),
         }
     }
 

@@ -115,6 +115,12 @@ pub struct Access {
     pub policy_ids: Vec<String>,
     /// Ids of the groups those policies allow, ascending by snapshot order.
     pub group_ids: Vec<String>,
+    /// [`Snapshot::policies_digest`] of the snapshot it was made at: an entry made before the
+    /// store was restored to an earlier revision names a revision that comes again, but not
+    /// these policies (unless they are the same, when it is still right). Absent in entries of
+    /// older versions: those are never used.
+    #[serde(default)]
+    pub policies: String,
 }
 
 impl Snapshot {
@@ -155,6 +161,7 @@ impl Snapshot {
                 revision: matched.revision,
                 policy_ids: Vec::new(),
                 group_ids: Vec::new(),
+                policies: String::new(),
             };
         }
         let mut groups: Vec<u32> = matched
@@ -166,6 +173,7 @@ impl Snapshot {
         groups.dedup();
         Access {
             revision: self.revision,
+            policies: self.policies_digest.clone(),
             policy_ids: matched
                 .policies
                 .iter()
@@ -182,7 +190,7 @@ impl Snapshot {
     /// `access` belongs to another revision or does not name policies of this snapshot in its
     /// order (it was not made by a snapshot of this revision): evaluate the claims instead.
     pub fn matched_of_access(&self, access: &Access) -> Option<Matched> {
-        if access.revision != self.revision {
+        if access.revision != self.revision || access.policies != self.policies_digest {
             return None;
         }
         // One pass over the policies in order: ids are listed in that same order.
@@ -307,6 +315,16 @@ mod tests {
             };
             assert!(snapshot.matched_of_access(&foreign).is_none());
         }
+        // The same revision number with other policies (a store restored to an earlier
+        // revision, then written again), or an entry of a version without the digest.
+        for policies in [String::new(), "0".repeat(32)] {
+            let restored = Access {
+                policies,
+                ..access.clone()
+            };
+            assert!(snapshot.matched_of_access(&restored).is_none());
+        }
+        assert!(snapshot.matched_of_access(&access).is_some());
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct Snapshot {
     call_settings: Vec<OnceLock<Arc<CallSettings>>>,
     /// How many tool entries this compile serialised (the others were carried over).
     entries_built: usize,
+    /// What a shared decision must have been made against besides the revision (which a store
+    /// restored from a backup repeats): [`super::digest::of_policies`].
+    pub(super) policies_digest: String,
 }
 
 #[derive(Debug)]
@@ -199,6 +202,7 @@ impl Snapshot {
                 .collect(),
             call_settings: catalog.sources.iter().map(|_| OnceLock::new()).collect(),
             entries_built: built,
+            policies_digest: super::digest::of_policies(&catalog.policies),
             catalog,
         })
     }
@@ -215,6 +219,11 @@ impl Snapshot {
 
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+
+    /// The digest of this snapshot's policies (hex).
+    pub fn policies_digest(&self) -> &str {
+        &self.policies_digest
     }
 
     /// The catalog this snapshot was compiled from.

@@ -36,6 +36,11 @@ impl AccessCache {
         self.cache.get(fingerprint, snapshot.revision())
     }
 
+    /// Forgets every decision (the catalog's revisions went back).
+    pub fn reset(&self) {
+        self.cache.reset();
+    }
+
     /// Keeps `matched` (made at its own revision) for `fingerprint`.
     pub fn insert(&self, fingerprint: Fingerprint, matched: Matched) {
         let revision = matched.revision();

@@ -550,5 +550,15 @@ impl Decisions {
 }
 
 mod plan;
+/// Evaluations are kept for one revision and never carried: nothing to do when a snapshot
+/// continues the last, and everything to drop when the revisions went back.
+impl super::catalog::CarryOver for Decisions {
+    fn carry(&self, _continuity: &crate::domain::continuity::Continuity) {}
+
+    fn restart(&self) {
+        self.evaluations.reset();
+    }
+}
+
 #[cfg(test)]
 mod tests;

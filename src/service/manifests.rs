@@ -271,4 +271,9 @@ impl CarryOver for Manifests {
             "carried cached decisions and manifests to the new revision"
         );
     }
+
+    fn restart(&self) {
+        self.access.reset();
+        self.rendered.reset();
+    }
 }

@@ -22,6 +22,12 @@ pub trait CarryOver: Send + Sync {
     /// Called with how the snapshot about to be published continues the current one, before
     /// readers can see it, so the first request at the new revision finds what was carried.
     fn carry(&self, continuity: &Continuity);
+
+    /// Called before a snapshot of a lower revision than the current one is published: the
+    /// store went back (restored from a backup), so revision numbers will come again with
+    /// other content. Everything kept by revision must go, or a request at a number seen
+    /// before would be answered from the old catalog.
+    fn restart(&self);
 }
 
 impl Published {
@@ -29,7 +35,18 @@ impl Published {
         let revision = snapshot.revision();
         {
             let carriers = self.carriers.read().unwrap_or_else(|p| p.into_inner());
-            if !carriers.is_empty()
+            let current = self.current.load().revision();
+            if revision < current {
+                tracing::warn!(
+                    from = current,
+                    to = revision,
+                    "the catalog store went back to an earlier revision (restored from a \
+                     backup?): every cached decision and manifest is dropped"
+                );
+                for carrier in carriers.iter() {
+                    carrier.restart();
+                }
+            } else if !carriers.is_empty()
                 && let Some(continuity) = snapshot.continuity_from(&self.current.load())
             {
                 for carrier in carriers.iter() {

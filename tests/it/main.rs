@@ -58,6 +58,7 @@ mod pinning_model;
 mod quick_start;
 mod redis_shared;
 mod redis_topologies;
+mod restore;
 mod revisions;
 mod serve_binary;
 mod store_embedded;

@@ -288,9 +288,18 @@ async fn access_and_group_entries_carry_their_revision_and_ttl() {
         .and_then(|entry| entry.remove("mac"))
         .expect("the entry carries its MAC");
     assert_eq!(mac.as_str().map(str::len), Some(64), "{mac}");
+    let policies = gateway
+        .state()
+        .app
+        .catalog
+        .snapshot()
+        .policies_digest()
+        .to_owned();
+    assert_eq!(policies.len(), 32);
     assert_eq!(
         entry,
-        json!({"revision": 1, "policy_ids": ["p-read"], "group_ids": ["g-read"]})
+        json!({"revision": 1, "policies": policies, "policy_ids": ["p-read"],
+               "group_ids": ["g-read"]})
     );
     let ttl: u64 = redis
         .command(&["TTL", &key])
@@ -341,7 +350,29 @@ async fn a_shared_decision_is_used_only_at_its_own_revision() {
         ["billing:list"],
         "an entry of another revision is invisible: the claims are evaluated"
     );
-    let current = json!({"revision": 1, "policy_ids": ["p-all"], "group_ids": ["g-all"]});
+    // At this revision, but made against other policies (before the store was restored to
+    // an earlier revision that writes then brought back to this number): invisible too.
+    let restored = json!({"revision": 1, "policies": "0123456789abcdef0123456789abcdef",
+                          "policy_ids": ["p-all"], "group_ids": ["g-all"]});
+    let claims = json!({"sub": "dave", "roles": ["reader", "temp"]});
+    let key = format!("toolgate:access:{}", fingerprint(&claims));
+    redis
+        .command(&["SET", &key, &sealed(&key, restored)])
+        .expect("set");
+    assert_eq!(
+        tool_ids(&gateway, claims).await,
+        ["billing:list"],
+        "an entry made against other policies is invisible"
+    );
+    let digest = gateway
+        .state()
+        .app
+        .catalog
+        .snapshot()
+        .policies_digest()
+        .to_owned();
+    let current = json!({"revision": 1, "policies": digest, "policy_ids": ["p-all"],
+                         "group_ids": ["g-all"]});
     // Other roles than bob's: bob's key now holds the decision evaluated for him.
     let claims = json!({"sub": "carol", "roles": ["reader", "intern"]});
     let key = format!("toolgate:access:{}", fingerprint(&claims));

@@ -252,6 +252,17 @@ fn decode_cursor(cursor: &str) -> Result<String, BadCursor> {
         .ok_or(BadCursor)
 }
 
+/// Pages and the MCP catalog are kept for the latest revision and never carried: nothing to do
+/// when a snapshot continues the last, and everything to drop when the revisions went back.
+impl super::catalog::CarryOver for McpTools {
+    fn carry(&self, _continuity: &crate::domain::continuity::Continuity) {}
+
+    fn restart(&self) {
+        self.pages.reset();
+        *self.catalog.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

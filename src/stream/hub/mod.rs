@@ -384,11 +384,18 @@ impl StreamHub {
     /// event per group whose manifest changed, handed to each member without waiting for any.
     pub async fn fan_out(&self, snapshot: Arc<Snapshot>) {
         let revision = snapshot.revision();
+        // A group ahead of the revision the catalog serves now was made before the store went
+        // back (restored from a backup): it is brought to this snapshot too. (A group ahead of
+        // `snapshot` only, opened while this fan-out was on its way, is left alone.)
+        let serving = self.catalog.snapshot().revision();
         let jobs: Vec<Job> = self
             .lock()
             .groups
             .iter()
-            .filter(|(_, group)| group.summary.revision() < revision)
+            .filter(|(_, group)| {
+                let at = group.summary.revision();
+                at < revision || at > serving
+            })
             .map(|(key, group)| Job {
                 from: key.clone(),
                 previous: Arc::clone(&group.summary),
