@@ -118,8 +118,9 @@ pub struct Access {
     /// [`Snapshot::policies_digest`] of the snapshot it was made at: an entry made before the
     /// store was restored to an earlier revision names a revision that comes again, but not
     /// these policies (unless they are the same, when it is still right). Absent in entries of
-    /// older versions: those are never used.
-    #[serde(default)]
+    /// older versions: those are never used. Left out of the JSON when empty, so that such an
+    /// entry still serialises as it was signed (its MAC checks out; it is unused, not forged).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub policies: String,
 }
 
