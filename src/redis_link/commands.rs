@@ -8,7 +8,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
-use tokio::sync::Mutex;
+use tokio::sync::OnceCell;
 
 use super::CONNECT_TIMEOUT;
 use super::sentinel::SentinelMaster;
@@ -27,33 +27,31 @@ pub enum Commands {
 #[derive(Clone)]
 pub struct LazyCluster {
     client: Arc<ClusterClient>,
-    connection: Arc<Mutex<Option<ClusterConnection>>>,
+    /// Set by the first call that connects; read without a lock after that.
+    connection: Arc<OnceCell<ClusterConnection>>,
 }
 
 impl LazyCluster {
     pub(super) fn new(client: ClusterClient) -> LazyCluster {
         LazyCluster {
             client: Arc::new(client),
-            connection: Arc::new(Mutex::new(None)),
+            connection: Arc::default(),
         }
     }
 
     /// The connection, made now if there is none yet (within [`CONNECT_TIMEOUT`]).
     async fn get(&self) -> Result<ClusterConnection, RedisError> {
-        let mut slot = self.connection.lock().await;
-        if let Some(connection) = slot.as_ref() {
-            return Ok(connection.clone());
-        }
-        let connection = tokio::time::timeout(CONNECT_TIMEOUT, self.client.get_async_connection())
-            .await
-            .map_err(|_| {
-                RedisError::from((
-                    redis::ErrorKind::Io,
-                    "timed out connecting to the Redis Cluster",
-                ))
-            })??;
-        *slot = Some(connection.clone());
-        Ok(connection)
+        let connect = || async {
+            tokio::time::timeout(CONNECT_TIMEOUT, self.client.get_async_connection())
+                .await
+                .map_err(|_| {
+                    RedisError::from((
+                        redis::ErrorKind::Io,
+                        "timed out connecting to the Redis Cluster",
+                    ))
+                })?
+        };
+        self.connection.get_or_try_init(connect).await.cloned()
     }
 }
 

@@ -208,3 +208,62 @@ async fn a_backup_needs_an_admin_and_is_refused_on_mongodb() {
         "{problem}"
     );
 }
+
+/// After a restore, a revision number can come again with another catalog: a backup file of
+/// that number written before the restart is not taken for the new state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_of_a_revision_number_from_before_a_restore_is_not_reused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings =
+        || crate::support::gateway::config(dir.path(), crate::support::gateway::hs_settings());
+    let backup = |gateway: &Gateway| {
+        let gateway = gateway.base.clone();
+        async move {
+            let reply = reqwest::Client::new()
+                .post(format!("{gateway}/admin/backup"))
+                .bearer_auth(Gateway::admin())
+                .send()
+                .await
+                .expect("answers");
+            let status = reply.status();
+            let body: Value =
+                serde_json::from_slice(&reply.bytes().await.expect("body")).expect("json");
+            (status, body)
+        }
+    };
+    let mut gateway = Gateway::start_with(settings()).await;
+    gateway
+        .put_catalog(json!({"labels": [{"id": "first", "name": "first"}]}))
+        .await;
+    let (_, at_one) = backup(&gateway).await;
+    gateway
+        .put_catalog(json!({"labels": [{"id": "old", "name": "old"}]}))
+        .await;
+    let (status, old_two) = backup(&gateway).await;
+    assert_eq!(
+        (status, old_two["revision"].clone()),
+        (StatusCode::CREATED, json!(2))
+    );
+    gateway.stop().await;
+
+    // Restore the revision-1 backup, start again, write another revision 2.
+    std::fs::copy(
+        at_one["path"].as_str().expect("path"),
+        dir.path().join(FILE_NAME),
+    )
+    .expect("restore");
+    let gateway = Gateway::start_with(settings()).await;
+    gateway
+        .put_catalog(json!({"labels": [{"id": "new", "name": "new"}]}))
+        .await;
+    let (status, new_two) = backup(&gateway).await;
+    assert_eq!(new_two["revision"], json!(2));
+    assert_eq!(status, StatusCode::CREATED, "a new copy: {new_two}");
+    assert_ne!(new_two["path"], old_two["path"]);
+    let (store, _copy) = open_backup(Path::new(new_two["path"].as_str().expect("path"))).await;
+    let labels = store.load().await.expect("loads").catalog.labels;
+    assert_eq!(
+        labels.iter().map(|l| l.id.as_str()).collect::<Vec<_>>(),
+        ["new"]
+    );
+}

@@ -1,5 +1,5 @@
 //! `POST /admin/backup`: a consistent copy of the embedded store, written beside it: 201 with a
-//! new file, or 200 with the one already written at the current revision.
+//! new file, or 200 with the one this gateway last wrote, at the current revision.
 
 use axum::Json;
 use axum::extract::State;

@@ -164,7 +164,7 @@ pub(super) fn backup() -> PathItem {
          clear, the tool revisions and the audit log) into the data dir's `backups` folder as \
          a file of mode 0600, while the gateway keeps serving. Restore: stop the gateway, put \
          the file in place of `toolgate.redb`, start it. One backup per revision: asked again \
-         before the next write, it answers the backup already written (200). On MongoDB: 409, \
+         before the next write, it answers the backup this gateway last wrote (200). On MongoDB: 409, \
          use `mongodump`.",
     )
     .response(

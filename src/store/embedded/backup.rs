@@ -7,78 +7,113 @@
 //! made under a hidden `.partial` name, created with mode 0600 (it holds the sources' secrets in
 //! clear), committed (fsynced), and only then renamed to its final name, so a crash or a full
 //! disk never leaves a file that looks like a finished backup. One backup per revision: asked
-//! again at a revision that has one, the existing file is the answer.
+//! again at the revision of the last backup this process wrote, that file is the answer.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{
+    Database, Key, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
+    Value, WriteTransaction,
+};
 
 use super::error::During;
 use super::tables::{self, AUDIT, COLLECTIONS, META, REVISION};
 use crate::store::{Backup, StoreError};
 
+/// The last backup this process wrote. Only this process's own: while it runs, it is the
+/// store's only writer, so a revision names one state; a file found in the folder at the same
+/// revision number may come from before a restore, and hold another catalog.
+pub(super) type LastBackup = Mutex<Option<Backup>>;
+
 /// Writes a copy of `db` into `dir` (created if missing) as
-/// `toolgate-r<revision>-<YYYYMMDDTHHMMSSZ>.redb`; `now` names it.
+/// `toolgate-r<revision>-<YYYYMMDDTHHMMSSZ>.redb`; `now` names it. If `last` is of the current
+/// revision and its file is still there, that is the answer (`created: false`). One backup at
+/// a time: `last` is held throughout.
 pub(super) fn write(
     db: &Database,
     dir: &Path,
     now: chrono::DateTime<chrono::Utc>,
+    last: &LastBackup,
 ) -> Result<Backup, StoreError> {
+    let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
     let read = db.begin_read().during("starting the backup")?;
     let revision = {
         let meta = read.open_table(META).during("reading the revision")?;
         tables::counter(&meta, REVISION).during("reading the revision")?
     };
-    create_dir(dir)?;
-    if let Some(existing) = existing(dir, revision) {
-        return Ok(existing);
+    if let Some(kept) = last.as_ref().filter(|kept| kept.revision == revision)
+        && let Ok(metadata) = std::fs::metadata(&kept.path)
+    {
+        return Ok(Backup {
+            bytes: metadata.len(),
+            created: false,
+            ..kept.clone()
+        });
     }
+    create_dir(dir)?;
     let file = format!("toolgate-r{revision}-{}.redb", now.format("%Y%m%dT%H%M%SZ"));
     let partial = dir.join(format!(".{file}.{}.partial", uuid::Uuid::new_v4().simple()));
     let result = copy_into(&read, &partial).and_then(|()| {
-        let path = dir.join(&file);
-        std::fs::rename(&partial, &path)
-            .map_err(|error| unavailable(&format!("renaming it to {}", path.display()), &error))?;
+        let (file, path) = publish(&partial, dir, &file)?;
         let bytes = std::fs::metadata(&path)
             .map_err(|error| unavailable(&format!("reading {}", path.display()), &error))?
             .len();
         Ok(Backup {
-            file: file.clone(),
+            file,
             path,
             revision,
             bytes,
             created: true,
         })
     });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&partial);
+    match &result {
+        Ok(backup) => *last = Some(backup.clone()),
+        Err(_) => {
+            let _ = std::fs::remove_file(&partial);
+        }
     }
     result
 }
 
-/// A finished backup of `revision` already in `dir`: asking again without a write in between
-/// answers it instead of copying the store again, so repeated requests cannot fill the disk
-/// faster than the catalog changes.
-fn existing(dir: &Path, revision: u64) -> Option<Backup> {
-    let prefix = format!("toolgate-r{revision}-");
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|entry| {
-            let file = entry.file_name().into_string().ok()?;
-            let finished = file.starts_with(&prefix) && file.ends_with(".redb");
-            let metadata = entry.metadata().ok().filter(|m| m.is_file())?;
-            finished.then(|| Backup {
-                path: entry.path(),
-                file,
-                revision,
-                bytes: metadata.len(),
-                created: false,
-            })
-        })
-        .max_by(|a, b| a.file.cmp(&b.file))
+/// Gives the finished copy at `partial` its name, never replacing a file: another backup of
+/// the same revision number within the same second (after a restore: another catalog) keeps
+/// its own, and this one is `…-2.redb`, `…-3.redb`. The hidden copy is removed either way.
+fn publish(partial: &Path, dir: &Path, file: &str) -> Result<(String, PathBuf), StoreError> {
+    let stem = file.trim_end_matches(".redb");
+    let mut outcome = Err(unavailable(
+        &format!("naming it {file}"),
+        &io::Error::from(io::ErrorKind::AlreadyExists),
+    ));
+    for n in 1..=MAX_SAME_NAME {
+        let name = if n == 1 {
+            file.to_owned()
+        } else {
+            format!("{stem}-{n}.redb")
+        };
+        let path = dir.join(&name);
+        match std::fs::hard_link(partial, &path) {
+            Ok(()) => {
+                outcome = Ok((name, path));
+                break;
+            }
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(error) => {
+                outcome = Err(unavailable(
+                    &format!("naming it {}", path.display()),
+                    &error,
+                ));
+                break;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(partial);
+    outcome
 }
+
+/// Backups of one revision number in one second, at most (more is a loop gone wrong).
+const MAX_SAME_NAME: u32 = 100;
 
 /// Creates `dir` (0700 on Unix: only the gateway's user lists its backups).
 fn create_dir(dir: &Path) -> Result<(), StoreError> {
@@ -108,29 +143,25 @@ fn copy_into(read: &ReadTransaction, path: &Path) -> Result<(), StoreError> {
 
 fn copy_tables(read: &ReadTransaction, write: &WriteTransaction) -> Result<(), StoreError> {
     for definition in COLLECTIONS {
-        let from = read.open_table(definition).during("reading a collection")?;
-        let mut to = write
-            .open_table(definition)
-            .during("writing a collection")?;
-        for row in from.iter().during("reading a collection")? {
-            let (key, value) = row.during("reading a collection")?;
-            to.insert(key.value(), value.value())
-                .during("writing a collection")?;
-        }
+        copy_table(read, write, definition)?;
     }
-    let from = read.open_table(META).during("reading `meta`")?;
-    let mut to = write.open_table(META).during("writing `meta`")?;
-    for row in from.iter().during("reading `meta`")? {
-        let (key, value) = row.during("reading `meta`")?;
-        to.insert(key.value(), value.value())
-            .during("writing `meta`")?;
-    }
-    let from = read.open_table(AUDIT).during("reading the audit log")?;
-    let mut to = write.open_table(AUDIT).during("writing the audit log")?;
-    for row in from.iter().during("reading the audit log")? {
-        let (key, value) = row.during("reading the audit log")?;
-        to.insert(key.value(), value.value())
-            .during("writing the audit log")?;
+    copy_table(read, write, META)?;
+    copy_table(read, write, AUDIT)
+}
+
+/// Every row of the table `definition`, from `read` into `write`.
+fn copy_table<K: Key + 'static, V: Value + 'static>(
+    read: &ReadTransaction,
+    write: &WriteTransaction,
+    definition: TableDefinition<'static, K, V>,
+) -> Result<(), StoreError> {
+    let reading = format!("reading table `{}`", definition.name());
+    let writing = format!("writing table `{}`", definition.name());
+    let from = read.open_table(definition).during(&reading)?;
+    let mut to = write.open_table(definition).during(&writing)?;
+    for row in from.iter().during(&reading)? {
+        let (key, value) = row.during(&reading)?;
+        to.insert(key.value(), value.value()).during(&writing)?;
     }
     Ok(())
 }

@@ -48,6 +48,7 @@ pub const BACKUPS_DIR: &str = "backups";
 pub struct EmbeddedStore {
     db: Arc<Database>,
     path: PathBuf,
+    last_backup: Arc<backup::LastBackup>,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -95,6 +96,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             db: Arc::new(db),
             path,
+            last_backup: Arc::default(),
         })
     }
 
@@ -315,7 +317,8 @@ impl CatalogStore for EmbeddedStore {
     async fn backup(&self) -> Result<Option<Backup>, StoreError> {
         let dir = self.backups_dir();
         let now = chrono::Utc::now();
-        self.run(move |db| backup::write(db, &dir, now))
+        let last = Arc::clone(&self.last_backup);
+        self.run(move |db| backup::write(db, &dir, now, &last))
             .await
             .map(Some)
     }
