@@ -33,6 +33,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
     let seed = seed_catalog(settings)?;
     let upstream = Upstream::new(settings.mcp.calls).context("setting up the upstream client")?;
     let metrics = metrics(settings).await?;
+    let upstream = upstream.with_token_metrics(metrics.upstream_tokens.clone());
     let store = StoreConfig::from_settings(settings);
     let redis = redis(settings)?;
     let bus = redis

@@ -30,5 +30,5 @@ pub use bearer::bearer_token;
 pub use error::{AuthError, AuthSetupError, JwksError, MintError};
 pub use mint::mint_hs256;
 pub use settings::AuthSettings;
-pub use verified::VerifiedToken;
+pub use verified::{TokenText, VerifiedToken};
 pub use verify::Verifier;

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use super::claims::Validity;
 
 /// A token whose signature and registered claims have been verified.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct VerifiedToken {
     /// The full JWT payload: every claim, nested objects included, for the access policies.
     /// Shared: every stream opened with the token holds these claims (to decide its manifest
@@ -33,6 +33,32 @@ pub struct VerifiedToken {
     pub claims: Arc<Map<String, Value>>,
     /// The `exp` claim in unix seconds, if the token has one (e.g. to bound a stream's life).
     pub expires_at: Option<i64>,
+    /// The token as presented: what a token exchange for an upstream call sends as its
+    /// subject (and only there). Shared with the cache's key, never logged.
+    pub text: TokenText,
+}
+
+/// A bearer token's text, kept out of `Debug` output (and so out of every log line).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct TokenText(Arc<str>);
+
+impl From<&str> for TokenText {
+    fn from(text: &str) -> TokenText {
+        TokenText(Arc::from(text))
+    }
+}
+
+impl TokenText {
+    /// The token itself: for the token endpoint it is exchanged at, nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for TokenText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenText(..)")
+    }
 }
 
 /// Tokens kept at most. A token with its claims takes one or two KiB, so a full cache holds a
@@ -49,7 +75,7 @@ struct Entry {
 /// Bounded map from token text to its verification, in the order tokens were verified (a
 /// lookup only reads, so that hits share the lock).
 pub(crate) struct VerifiedTokens {
-    entries: RwLock<LruCache<Box<str>, Entry>>,
+    entries: RwLock<LruCache<Arc<str>, Entry>>,
 }
 
 impl VerifiedTokens {
@@ -87,14 +113,13 @@ impl VerifiedTokens {
     /// Remembers a token that passed every check with the keys of `key_generation`.
     pub(super) fn insert(
         &self,
-        token: &str,
         verified: Arc<VerifiedToken>,
         validity: Validity,
         key_generation: u64,
     ) {
         let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
         entries.put(
-            token.into(),
+            Arc::clone(&verified.text.0),
             Entry {
                 token: verified,
                 validity,
@@ -131,6 +156,7 @@ mod tests {
         let token = VerifiedToken {
             claims: claims.into(),
             expires_at: None,
+            text: TokenText(Arc::from(sub)),
         };
         (Arc::new(token), validity)
     }
@@ -139,7 +165,11 @@ mod tests {
     fn a_hit_needs_the_same_key_generation() {
         let tokens = VerifiedTokens::new(8);
         let (token, validity) = verified("a");
-        tokens.insert("t.a.x", token, validity, 3);
+        let token = Arc::new(VerifiedToken {
+            text: TokenText(Arc::from("t.a.x")),
+            ..(*token).clone()
+        });
+        tokens.insert(token, validity, 3);
         assert!(tokens.get("t.a.x", 0, 3).is_some());
         assert!(tokens.get("t.a.x", 0, 4).is_none(), "keys replaced since");
         assert!(tokens.get("t.a.x", 0, 3).is_none(), "and forgotten");
@@ -150,7 +180,7 @@ mod tests {
         let tokens = VerifiedTokens::new(2);
         for sub in ["a", "b", "c", "d", "e"] {
             let (token, validity) = verified(sub);
-            tokens.insert(sub, token, validity, 0);
+            tokens.insert(token, validity, 0);
             assert!(tokens.len() <= 2);
         }
         assert!(tokens.get("e", 0, 0).is_some(), "the newest is kept");

@@ -12,7 +12,7 @@ use super::hmac::HmacKeys;
 use super::jwks::JwksCache;
 use super::jwks_source::JwksSource;
 use super::token::TokenParts;
-use super::verified::{self, VerifiedToken, VerifiedTokens};
+use super::verified::{self, TokenText, VerifiedToken, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
@@ -131,10 +131,11 @@ impl Verifier {
         let verified = Arc::new(VerifiedToken {
             claims: Arc::new(claims),
             expires_at: validity.expires_at,
+            text: TokenText::from(token),
         });
         self.inner
             .verified
-            .insert(token, Arc::clone(&verified), validity, key_generation);
+            .insert(Arc::clone(&verified), validity, key_generation);
         Ok(verified)
     }
 

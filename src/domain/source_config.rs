@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `openapi` | `spec` (object, or JSON/YAML text) **or** `url` (http/https); `headers` (object of text, sent with the fetch and with every call); `base_url` (http/https, where calls go, instead of the document's `servers`); `refresh_interval_secs`; `pinning` (`hold`, `hide`, `warn`) |
 //! | `mcp` | `url` (http/https, the Streamable HTTP endpoint); `headers` (object of text, e.g. `Authorization`); `refresh_interval_secs`; `pinning` |
+//! | `openapi`, `mcp` | `auth`: how calls authenticate upstream ([`auth`]: `static`, `client_credentials`, `token_exchange`) |
 //! | `tool-service` | `request-queue`, `response-queue` (text, required); `config-params` (`[{"name", "required"}]`); `id` (text, informative) |
 //! | `manual` | free-form, never interpreted |
 //!
@@ -16,6 +17,10 @@
 use serde_json::{Map, Value};
 
 use super::model::{Source, SourceType, Tool};
+
+mod auth;
+
+pub use auth::{TokenClient, UpstreamAuth, upstream_auth};
 
 /// The shortest periodic refresh interval accepted, seconds.
 pub const MIN_REFRESH_INTERVAL_SECS: u64 = 10;
@@ -82,6 +87,9 @@ pub struct CallSettings {
     pub import: Result<ImportConfig, Vec<ConfigError>>,
     /// `config.base_url` of an `openapi` source.
     pub base_url: Option<String>,
+    /// `config.auth`: how calls authenticate upstream (static when the config is unusable:
+    /// such a source's calls fail on `import` before any credential is asked for).
+    pub auth: UpstreamAuth,
     /// What state derived from the config was made from: an `openapi` source's config and
     /// last change (its document); an `mcp` source's URL and headers (its sessions).
     pub version: [u8; 32],
@@ -91,17 +99,26 @@ impl CallSettings {
     /// The settings `source`'s config gives its calls.
     pub fn of(source: &Source) -> CallSettings {
         let import = import_config(source);
+        let auth = match &import {
+            Ok(_) => upstream_auth(&source.config).unwrap_or_default(),
+            Err(_) => UpstreamAuth::Static,
+        };
         let digest = |value: &Value| -> [u8; 32] {
             let bytes = serde_json::to_vec(value).unwrap_or_default();
             *blake3::hash(&bytes).as_bytes()
         };
         let version = match &import {
-            Ok(ImportConfig::Mcp { url, headers }) => digest(&serde_json::json!([url, headers])),
+            Ok(ImportConfig::Mcp { url, headers }) => digest(&serde_json::json!([
+                url,
+                headers,
+                source.config.get("auth")
+            ])),
             _ => digest(&serde_json::json!([source.config, source.updated_at])),
         };
         CallSettings {
             import,
             base_url: base_url(source).map(str::to_owned),
+            auth,
             version,
         }
     }
@@ -203,6 +220,9 @@ pub fn import_config(source: &Source) -> Result<ImportConfig, Vec<ConfigError>> 
     let mut errors = Vec::new();
     unknown_keys(config, allowed, &mut errors);
     let headers = headers(config, &mut errors);
+    if let Err(auth_errors) = upstream_auth(config) {
+        errors.extend(auth_errors);
+    }
     check_refresh_interval(config, &mut errors);
     if let Err(message) = Pinning::from_config(config) {
         errors.push(error("pinning", message));
@@ -239,8 +259,11 @@ fn import_keys(source: &Source) -> Result<&'static [&'static str], ConfigError> 
             "base_url",
             "refresh_interval_secs",
             "pinning",
+            "auth",
         ]),
-        Some(SourceType::Mcp) => Ok(&["url", "headers", "refresh_interval_secs", "pinning"]),
+        Some(SourceType::Mcp) => {
+            Ok(&["url", "headers", "refresh_interval_secs", "pinning", "auth"])
+        }
         _ => Err(error(
             "",
             format!(

@@ -50,6 +50,12 @@ impl Caller {
         self.is_admin
     }
 
+    /// The token as presented, for the one place it may go: a token endpoint that exchanges
+    /// it for a token of an upstream (`config.auth` `token_exchange`).
+    pub fn token_text(&self) -> &str {
+        self.token.text.expose()
+    }
+
     /// The token's `exp` in unix seconds: what ends the caller's streams.
     pub fn expires_at(&self) -> Option<i64> {
         self.token.expires_at
@@ -89,6 +95,7 @@ mod tests {
             Arc::new(VerifiedToken {
                 claims: claims.into(),
                 expires_at: None,
+                ..Default::default()
             }),
             false,
         )

@@ -147,6 +147,7 @@ mod tests {
             Arc::new(VerifiedToken {
                 claims: claims.as_object().cloned().expect("object").into(),
                 expires_at: None,
+                ..Default::default()
             }),
             is_admin,
         )

@@ -8,7 +8,8 @@
 //! Label values are bounded by construction: methods (the standard ones, else `_OTHER`),
 //! route *templates* (`/admin/tools/{id}`, never a raw path; at most [`MAX_ROUTES`]), status
 //! codes, and small closed enums (event kind, rate-limit class, store operation and error
-//! kind). No tool id, subject or claim value is ever a label.
+//! kind). No tool id, subject or claim value is ever a label; a source id is, for upstream
+//! tokens only (see [`super::upstream_tokens`]).
 //!
 //! Cost on the hot path: the agent counters are striped atomics ([`StripedCounter`]: a thread
 //! adds to its own cache line), observed at collection; so is `agent_resolution_time`
@@ -132,6 +133,8 @@ pub struct Metrics {
     impact_duration: Histogram<f64>,
     /// The MCP endpoint's instruments.
     pub mcp: super::mcp::McpMetrics,
+    /// Tokens asked of token endpoints for upstream calls.
+    pub upstream_tokens: super::upstream_tokens::TokenMetrics,
     routes: RouteNames,
 }
 
@@ -215,6 +218,7 @@ impl Metrics {
                 vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0],
             ),
             mcp: super::mcp::McpMetrics::new(&meter),
+            upstream_tokens: super::upstream_tokens::TokenMetrics::new(&meter),
             provider,
             pull,
             meter,

@@ -18,6 +18,7 @@ pub mod otel;
 pub mod prometheus;
 pub mod redact;
 mod striped;
+pub mod upstream_tokens;
 
 use std::future::Future;
 

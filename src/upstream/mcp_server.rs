@@ -18,11 +18,12 @@ use serde_json::{Map, Value, json};
 use super::pool::Pool;
 use super::{CallLimits, CallOutcome, CallResult};
 use crate::domain::model::{Source, Tool};
-use crate::domain::source_config::{CallSettings, ImportConfig};
+use crate::domain::source_config::{CallSettings, ImportConfig, UpstreamAuth};
 use crate::ingest::mcp_server::{McpError, McpReply, McpSession};
 
-/// Sources whose sessions are kept open at once.
-pub(super) const MAX_SESSIONS: usize = 256;
+/// Sessions kept open at once: one per source, or per (source, caller) for a source whose
+/// token is exchanged for each caller.
+pub(super) const MAX_SESSIONS: usize = 1024;
 
 /// The pooled sessions, one per `mcp` source.
 pub(super) struct Sessions {
@@ -44,18 +45,27 @@ fn end_session(session: Arc<McpSession>) {
     }
 }
 
-/// Calls `tool` on the MCP server of `source`.
-pub(super) async fn call(
-    sessions: &Sessions,
-    client: &reqwest::Client,
-    limits: CallLimits,
-    (source, settings): (&Source, &CallSettings),
-    tool: &Tool,
-    arguments: &Map<String, Value>,
-) -> CallResult {
-    let (url, headers) = match &settings.import {
-        Ok(ImportConfig::Mcp { url, headers }) => (url, headers),
-        Ok(ImportConfig::OpenApi { .. }) | Err(_) => {
+/// One call's view of the adapter.
+pub(super) struct McpCall<'u> {
+    pub sessions: &'u Sessions,
+    pub client: &'u reqwest::Client,
+    pub limits: CallLimits,
+    /// The token `config.auth` asked for (`Bearer …`), sent as `Authorization`.
+    pub authorization: Option<&'u str>,
+    /// The caller's identity: a token exchanged for one caller is used on that caller's own
+    /// session, never on a session another caller shares.
+    pub identity: Option<&'u str>,
+}
+
+impl McpCall<'_> {
+    /// Calls `tool` on the MCP server of `source`.
+    pub(super) async fn run(
+        &self,
+        (source, settings): (&Source, &CallSettings),
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> CallResult {
+        let Ok(ImportConfig::Mcp { url, headers }) = &settings.import else {
             return CallResult::hidden(
                 CallOutcome::NotExecutable,
                 format!(
@@ -65,39 +75,64 @@ pub(super) async fn call(
                 ),
                 None,
             );
-        }
-    };
-    let version = blake3::Hash::from(settings.version);
-    let params = json!({"name": tool.operation_id, "arguments": arguments});
-    let (url_ref, headers_ref) = (url, headers);
-    let make = move || async move {
-        let mut session = McpSession::new(
-            client.clone(),
-            url_ref,
-            headers_ref,
-            limits.timeout,
-            limits.max_response_bytes,
-        )?;
-        session.initialize().await?;
-        Ok::<_, McpError>(session)
-    };
-    let mut retried = false;
-    loop {
-        let (session, fresh) = match sessions.pool.get(&source.id, version, make).await {
-            Ok(got) => got,
-            Err(error) => return failure(error),
         };
-        match session.request("tools/call", params.clone()).await {
-            Ok(reply) => return passed_through(reply),
-            // The server forgot the session: once more, on a new one (not when the session is
-            // new, which a server that keeps answering 404 would make a loop).
-            Err(McpError::Status { status: 404, .. }) if !retried && !fresh => {
-                tracing::debug!(source = %source.id, "the MCP session expired; initializing again");
-                sessions.pool.forget(&source.id, &session).await;
-                retried = true;
+        let (slot, version, headers) = self.session_of(source, settings, headers);
+        let params = json!({"name": tool.operation_id, "arguments": arguments});
+        let (client, limits, headers_ref) = (self.client, self.limits, &headers);
+        let make = move || async move {
+            let mut session = McpSession::new(
+                client.clone(),
+                url,
+                headers_ref,
+                limits.timeout,
+                limits.max_response_bytes,
+            )?;
+            session.initialize().await?;
+            Ok::<_, McpError>(session)
+        };
+        let mut retried = false;
+        loop {
+            let (session, fresh) = match self.sessions.pool.get(&slot, version, make).await {
+                Ok(got) => got,
+                Err(error) => return failure(error),
+            };
+            match session.request("tools/call", params.clone()).await {
+                Ok(reply) => return passed_through(reply),
+                // The server forgot the session: once more, on a new one (not when the session
+                // is new, which a server that keeps answering 404 would make a loop).
+                Err(McpError::Status { status: 404, .. }) if !retried && !fresh => {
+                    tracing::debug!(source = %source.id, "the MCP session expired; initializing again");
+                    self.sessions.pool.forget(&slot, &session).await;
+                    retried = true;
+                }
+                Err(error) => return failure(error),
             }
-            Err(error) => return failure(error),
         }
+    }
+
+    /// The pool slot, version and headers of this call's session: one session per source, or
+    /// per (source, caller) when the token is exchanged for the caller. The token is part of
+    /// the version, so a renewed token makes a new session.
+    fn session_of(
+        &self,
+        source: &Source,
+        settings: &CallSettings,
+        configured: &[(String, String)],
+    ) -> (String, blake3::Hash, Vec<(String, String)>) {
+        let mut headers = configured.to_vec();
+        let mut version = blake3::Hasher::new();
+        version.update(&settings.version);
+        if let Some(authorization) = self.authorization {
+            headers.push(("Authorization".to_owned(), authorization.to_owned()));
+            version.update(authorization.as_bytes());
+        }
+        let slot = match (&settings.auth, self.identity) {
+            (UpstreamAuth::TokenExchange(_), Some(identity)) => {
+                format!("{}\u{0}{identity}", source.id)
+            }
+            _ => source.id.clone(),
+        };
+        (slot, version.finalize(), headers)
     }
 }
 

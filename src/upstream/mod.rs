@@ -9,8 +9,9 @@
 //! - `manual` and `tool-service` sources: toolgate cannot execute their tools
 //!   ([`CallOutcome::NotExecutable`]).
 //!
-//! What goes upstream is the source's configured headers and the call's arguments, never the
-//! agent's token or anything else of the agent's request. Every failure is a result, not an
+//! What goes upstream is the source's configured headers, the token its `config.auth` asks
+//! for ([`credentials`]: the gateway's own, or one exchanged for the caller's) and the call's
+//! arguments, never the agent's token or anything else of the agent's request. Every failure is a result, not an
 //! error: a `CallToolResult` with `isError: true` whose text says what happened, and a
 //! [`CallOutcome`] for metrics.
 //!
@@ -25,6 +26,7 @@
 //! the arguments or the result.
 
 pub mod arguments;
+pub mod credentials;
 mod mcp_server;
 mod openapi;
 mod pool;
@@ -40,6 +42,7 @@ use crate::domain::model::{Source, SourceType, Tool};
 use crate::domain::source_config::CallSettings;
 
 pub use arguments::{ArgumentError, ValidatorCache, check_arguments};
+pub use credentials::OnBehalf;
 
 /// How long an idle upstream connection is kept for the next call.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
@@ -194,6 +197,7 @@ pub struct Upstream {
     sessions: mcp_server::Sessions,
     documents: openapi::Documents,
     validators: ValidatorCache,
+    credentials: credentials::Credentials,
 }
 
 impl Upstream {
@@ -212,7 +216,17 @@ impl Upstream {
             sessions: mcp_server::Sessions::default(),
             documents: openapi::Documents::default(),
             validators: ValidatorCache::default(),
+            credentials: credentials::Credentials::default(),
         })
+    }
+
+    /// The same adapter, counting the tokens it asks for with `metrics`.
+    pub fn with_token_metrics(
+        mut self,
+        metrics: crate::telemetry::upstream_tokens::TokenMetrics,
+    ) -> Upstream {
+        self.credentials = credentials::Credentials::with_metrics(metrics);
+        self
     }
 
     /// The limits calls keep to.
@@ -246,12 +260,24 @@ impl Upstream {
 
     /// Executes `tool` of `source` with `arguments` (already authorized and validated), with
     /// what the source's config gives its calls already read (once per snapshot:
-    /// [`crate::domain::snapshot::Snapshot::call_settings`]).
+    /// [`crate::domain::snapshot::Snapshot::call_settings`]), for no caller in particular (a
+    /// source whose `auth` exchanges the caller's token cannot be called so).
     pub async fn call_with(
+        &self,
+        target: (&Source, &CallSettings),
+        tool: &Tool,
+        arguments: &Map<String, Value>,
+    ) -> CallResult {
+        self.call_for(target, tool, arguments, None).await
+    }
+
+    /// [`Upstream::call_with`] made for `caller`: the subject of a token exchange.
+    pub async fn call_for(
         &self,
         (source, settings): (&Source, &CallSettings),
         tool: &Tool,
         arguments: &Map<String, Value>,
+        caller: Option<OnBehalf<'_>>,
     ) -> CallResult {
         let span = tracing::info_span!(
             "call tool",
@@ -263,7 +289,7 @@ impl Upstream {
         );
         let timeout = self.limits.timeout;
         let execute = async {
-            let execute = self.execute((source, settings), tool, arguments);
+            let execute = self.execute((source, settings), tool, arguments, caller);
             match tokio::time::timeout(timeout, execute).await {
                 Ok(result) => result,
                 Err(_) => CallResult::failure(
@@ -295,6 +321,7 @@ impl Upstream {
         (source, settings): (&Source, &CallSettings),
         tool: &Tool,
         arguments: &Map<String, Value>,
+        caller: Option<OnBehalf<'_>>,
     ) -> CallResult {
         let client = &self.client;
         let target = (source, settings);
@@ -303,15 +330,35 @@ impl Upstream {
         if drifted(tool) {
             return awaiting_approval();
         }
+        let executable = matches!(source.kind(), Some(SourceType::Mcp | SourceType::OpenApi));
+        let authorization = if executable {
+            let asked = self
+                .credentials
+                .authorization(client, self.limits, target, caller);
+            match asked.await {
+                Ok(authorization) => authorization,
+                Err(result) => return result,
+            }
+        } else {
+            None
+        };
         match source.kind() {
             Some(SourceType::Mcp) => {
-                mcp_server::call(&self.sessions, client, self.limits, target, tool, arguments).await
+                let call = mcp_server::McpCall {
+                    sessions: &self.sessions,
+                    client,
+                    limits: self.limits,
+                    authorization: authorization.as_deref(),
+                    identity: caller.map(|caller| caller.identity),
+                };
+                call.run(target, tool, arguments).await
             }
             Some(SourceType::OpenApi) => {
                 let call = openapi::Call {
                     client,
                     limits: self.limits,
                     documents: &self.documents,
+                    authorization: authorization.as_deref(),
                 };
                 call.run(target, tool, arguments).await
             }

@@ -78,6 +78,8 @@ pub(super) struct Call<'u> {
     pub client: &'u reqwest::Client,
     pub limits: CallLimits,
     pub documents: &'u Documents,
+    /// The token `config.auth` asked for (`Bearer …`), sent as `Authorization`.
+    pub authorization: Option<&'u str>,
 }
 
 impl Call<'_> {
@@ -116,10 +118,15 @@ impl Call<'_> {
         let shape = self.shape(source, tool, (spec, headers), version).await?;
         let base = base_url(settings.base_url.as_deref(), &shape, spec).map_err(not_executable)?;
         let planned = request::plan(&shape, &base, arguments).map_err(plan_failure)?;
+        let mut configured = headers.clone();
+        if let Some(authorization) = self.authorization {
+            // Last, so that it replaces a header parameter of the same name.
+            configured.push(("Authorization".to_owned(), authorization.to_owned()));
+        }
         Ok(Prepared {
             planned,
             base,
-            configured: headers.clone(),
+            configured,
         })
     }
 

@@ -65,3 +65,4 @@ mod store_embedded;
 mod store_mongo;
 mod stream_expiry;
 mod upstream_calls;
+mod upstream_credentials;

@@ -28,6 +28,7 @@ async fn app_and_caller() -> (App, Caller, i64, tempfile::TempDir) {
     let token = VerifiedToken {
         claims: claims.as_object().cloned().expect("object").into(),
         expires_at: Some(exp),
+        ..Default::default()
     };
     (app, Caller::new(Arc::new(token), false), exp, dir)
 }

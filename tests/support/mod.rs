@@ -18,6 +18,7 @@ pub mod redis_topologies;
 pub mod scrape;
 pub mod source_text;
 pub mod sse;
+pub mod token_endpoint;
 pub mod upstream;
 
 /// The current unix time in seconds (for `exp`, `iat`, `nbf` claims).

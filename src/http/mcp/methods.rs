@@ -326,7 +326,7 @@ async fn tools_call(
     let called = state
         .app
         .mcp_tools
-        .call(&snapshot, agent.claims(), &options, name, arguments)
+        .call(&snapshot, agent, &options, name, arguments)
         .await;
     drop(snapshot);
     let (outcome, reply) = match called {

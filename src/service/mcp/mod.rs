@@ -24,6 +24,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use chrono::Utc;
 
+use super::Caller;
 use super::decisions::Decisions;
 use super::manifests::Manifests;
 use crate::cache::{CacheStats, RevisionCache};
@@ -32,7 +33,7 @@ use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::mcp::{McpCatalog, Named};
 use crate::domain::snapshot::Snapshot;
-use crate::upstream::{ArgumentError, CallResult, Upstream};
+use crate::upstream::{ArgumentError, CallResult, OnBehalf, Upstream};
 
 /// What prefixes a cursor's tool id, so that a cursor of another kind is refused.
 const CURSOR_PREFIX: &str = "after:";
@@ -218,13 +219,13 @@ impl McpTools {
     pub async fn call(
         &self,
         snapshot: &Snapshot,
-        claims: &Claims,
+        caller: &Caller,
         options: &ManifestOptions,
         name: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallResult, Refused> {
         let named = self
-            .callable(snapshot, claims, options, name)
+            .callable(snapshot, caller.claims(), options, name)
             .ok_or(Refused::UnknownTool)?;
         self.upstream
             .check_arguments(named.tool, arguments)
@@ -233,9 +234,15 @@ impl McpTools {
         let (source, settings) = snapshot
             .call_settings(&named.tool.source_id)
             .ok_or(Refused::UnknownTool)?;
+        let identity = caller.identity();
+        let on_behalf = OnBehalf {
+            identity: &identity,
+            token: caller.token_text(),
+            expires_at: caller.expires_at(),
+        };
         Ok(self
             .upstream
-            .call_with((source, &settings), named.tool, arguments)
+            .call_for((source, &settings), named.tool, arguments, Some(on_behalf))
             .await)
     }
 }
