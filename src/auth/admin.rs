@@ -74,7 +74,12 @@ impl AdminRule {
         &self.paths
     }
 
+    /// Whether `claims` pass the rule. Delegated claims never do: delegation only narrows,
+    /// and the admin routes are not tools a scope could keep.
     pub fn is_admin(&self, claims: &Claims) -> bool {
+        if claims.contains_key(crate::domain::claims::DELEGATION_CLAIM) {
+            return false;
+        }
         self.matchers
             .iter()
             .any(|(path, matcher)| matcher.matches(path.resolve(claims)))

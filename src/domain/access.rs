@@ -14,9 +14,11 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use fixedbitset::FixedBitSet;
 use serde::{Deserialize, Serialize};
 
 use super::claims::Claims;
+use super::decide::Decision;
 use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::Snapshot;
 use super::verdict::Evaluation;
@@ -30,6 +32,9 @@ pub struct Matched {
     revision: u64,
     /// Indices into the snapshot's policies, ascending (= priority order).
     policies: Arc<[u32]>,
+    /// For delegated claims, the tools their chain allows at most ([`super::delegation`]):
+    /// part of the decision, so part of every key made from it.
+    restriction: Option<Arc<FixedBitSet>>,
     /// A hash of `revision` and `policies`, for hash maps (equality compares the lists).
     digest: u64,
 }
@@ -39,6 +44,7 @@ impl PartialEq for Matched {
         self.digest == other.digest
             && self.revision == other.revision
             && self.policies == other.policies
+            && self.restriction == other.restriction
     }
 }
 
@@ -51,23 +57,39 @@ impl Hash for Matched {
 }
 
 impl Matched {
-    fn new(revision: u64, policies: Arc<[u32]>) -> Matched {
+    fn new(revision: u64, policies: Arc<[u32]>, restriction: Option<Arc<FixedBitSet>>) -> Matched {
         let mut hasher = std::hash::DefaultHasher::new();
         revision.hash(&mut hasher);
         policies.hash(&mut hasher);
+        if let Some(restriction) = &restriction {
+            restriction.as_slice().hash(&mut hasher);
+        }
         Matched {
             revision,
             policies,
+            restriction,
             digest: hasher.finish(),
         }
+    }
+
+    /// Whether these are the policies of delegated claims (whose decision is not shared with
+    /// other instances: [`Access`] has no room for the restriction).
+    pub fn is_delegated(&self) -> bool {
+        self.restriction.is_some()
     }
 }
 
 impl Matched {
     /// The same policies as a decision of `revision`: only valid when the policies of both
-    /// revisions are the same (what a continuity between them establishes).
+    /// revisions are the same (what a continuity between them establishes). A restriction is
+    /// carried too: it depends on the policies and group members only, and a continuity keeps
+    /// the tool indices.
     pub(super) fn at_revision(&self, revision: u64) -> Matched {
-        Matched::new(revision, Arc::clone(&self.policies))
+        Matched::new(
+            revision,
+            Arc::clone(&self.policies),
+            self.restriction.clone(),
+        )
     }
 
     /// The revision the claims were evaluated at.
@@ -86,7 +108,12 @@ impl Matched {
 
     /// Bytes this value holds on the heap (for caches bounded in bytes).
     pub fn heap_bytes(&self) -> usize {
-        2 * size_of::<usize>() + size_of_val(&*self.policies)
+        2 * size_of::<usize>()
+            + size_of_val(&*self.policies)
+            + self
+                .restriction
+                .as_ref()
+                .map_or(0, |set| size_of::<FixedBitSet>() + set.len().div_ceil(8))
     }
 }
 
@@ -125,9 +152,24 @@ pub struct Access {
 }
 
 impl Snapshot {
+    /// The decision of `matched` (of this snapshot's revision): its policies' decision, within
+    /// its delegation restriction when it has one.
+    pub(super) fn decide_of(&self, matched: &Matched) -> Decision {
+        let mut decision = self.decide_matched(matched.policies.to_vec());
+        if let Some(restriction) = &matched.restriction {
+            decision.granted.intersect_with(restriction);
+            decision.restriction = Some(Arc::clone(restriction));
+        }
+        decision
+    }
+
     /// Which policies match `claims` here.
     pub fn matched(&self, claims: &Claims) -> Matched {
-        Matched::new(self.revision, self.matching_policies(claims).into())
+        Matched::new(
+            self.revision,
+            self.matching_policies(claims).into(),
+            self.restriction(claims).map(Arc::new),
+        )
     }
 
     /// The manifest decided by `matched` under `options`: equal to [`Snapshot::manifest`] for
@@ -138,7 +180,7 @@ impl Snapshot {
         options: &ManifestOptions,
     ) -> Option<Manifest<'_>> {
         (matched.revision == self.revision).then(|| {
-            let decision = self.decide_matched(matched.policies.to_vec());
+            let decision = self.decide_of(matched);
             self.manifest_from(&decision, options)
         })
     }
@@ -151,13 +193,15 @@ impl Snapshot {
         options: &ManifestOptions,
     ) -> Option<Evaluation> {
         (matched.revision == self.revision)
-            .then(|| self.evaluation_from(self.decide_matched(matched.policies.to_vec()), options))
+            .then(|| self.evaluation_from(self.decide_of(matched), options))
     }
 
     /// `matched` by policy ids, to share with other instances. Of another revision, an access
     /// that no snapshot of this revision accepts back.
     pub fn access_of(&self, matched: &Matched) -> Access {
-        if matched.revision != self.revision {
+        // A delegated decision has no shared form: an access without the restriction would
+        // widen whoever took it back.
+        if matched.revision != self.revision || matched.is_delegated() {
             return Access {
                 revision: matched.revision,
                 policy_ids: Vec::new(),
@@ -207,7 +251,7 @@ impl Snapshot {
         if wanted.peek().is_some() {
             return None;
         }
-        Some(Matched::new(self.revision, matched.into()))
+        Some(Matched::new(self.revision, matched.into(), None))
     }
 
     fn policy_id(&self, index: u32) -> &str {

@@ -18,6 +18,14 @@ use super::pattern::{Case, whole_regex};
 /// The verified JWT payload, every claim of it.
 pub type Claims = Map<String, Value>;
 
+/// The claim that carries a delegation chain's scopes (see `delegation.rs`); read by every
+/// snapshot, whatever its policies read.
+pub const DELEGATION_CLAIM: &str = "toolgate_delegation";
+
+/// The claim that nests actors (RFC 8693 §4.1); read by every snapshot, as it decides the
+/// levels of a delegation chain.
+pub const ACT_CLAIM: &str = "act";
+
 /// Claims written as a JSON object in a test (`claims_of(json!({"sub": "a"}))`).
 #[cfg(test)]
 pub fn claims_of(value: Value) -> Claims {

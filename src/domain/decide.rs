@@ -8,6 +8,7 @@
 //! groups, not to the number of tools times policies.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use fixedbitset::FixedBitSet;
 use serde_json::Value;
@@ -30,6 +31,9 @@ pub(super) struct Decision {
     pub granted_groups: Vec<u32>,
     /// The same groups as a set over the snapshot's groups.
     pub granted_group_set: FixedBitSet,
+    /// For delegated claims, the tools their chain allows at most (`granted` is already
+    /// within it): what tells "removed by the delegation" apart in an explanation.
+    pub restriction: Option<Arc<FixedBitSet>>,
 }
 
 /// Array claims at least this long are looked up in a set of their strings rather than
@@ -88,9 +92,10 @@ impl<'c> ClaimEvaluation<'c> {
 }
 
 impl Snapshot {
-    /// Decides which policies match and which tools they grant or deny.
+    /// Decides which policies match and which tools they grant or deny (within the chain of
+    /// delegated claims: [`super::delegation`]).
     pub(super) fn decide(&self, claims: &Claims) -> Decision {
-        self.decide_matched(self.matching_policies(claims))
+        self.decide_of(&self.matched(claims))
     }
 
     /// Indices into `policies` of the policies whose matchers all hold for `claims`, ascending.
@@ -164,6 +169,7 @@ impl Snapshot {
             denied,
             granted_groups: granted_groups.ones().map(|group| group as u32).collect(),
             granted_group_set: granted_groups,
+            restriction: None,
         }
     }
 

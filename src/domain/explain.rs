@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::claims::Claims;
 use super::decide::{ClaimEvaluation, Decision};
+use super::delegation::{Chain, ScopeItem, depth};
 use super::manifest::{Manifest, ManifestOptions};
 use super::snapshot::{CompiledGroup, Snapshot};
 use super::source_config::withheld;
@@ -30,8 +31,24 @@ pub struct Explanation {
     pub policies: Vec<PolicyExplanation>,
     /// The groups named by matching policies, by id.
     pub groups: Vec<GroupExplanation>,
-    /// Every tool a matching policy covers, by id.
+    /// Every tool a matching policy covers, by id (within the delegation chain, if any).
     pub tools: Vec<ToolExplanation>,
+    /// For delegated claims: the chain and what it took away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<DelegationExplanation>,
+}
+
+/// What a delegation chain did to a claim set's tools (SEMANTICS.md section 6, step 4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DelegationExplanation {
+    /// Nested `act` levels of the claims.
+    pub depth: usize,
+    /// The scope of each delegation along the chain, oldest first (empty when the chain
+    /// cannot be read, which keeps nothing).
+    pub scopes: Vec<Vec<String>>,
+    /// Tools the claims' own policies grant that the chain does not keep: outside a scope, or
+    /// not held by a delegating token.
+    pub removed: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -157,11 +174,35 @@ impl Snapshot {
             policies: self.explain_policies(claims, &decision),
             groups: self.explain_groups(&decision),
             tools: self.explain_tools(&decision, &manifest),
+            delegation: self.explain_delegation(claims, &decision),
         };
         Explained {
             manifest,
             explanation,
         }
+    }
+
+    fn explain_delegation(
+        &self,
+        claims: &Claims,
+        decision: &Decision,
+    ) -> Option<DelegationExplanation> {
+        let allowed = decision.restriction.as_ref()?;
+        let scopes = match Chain::of(claims) {
+            Some(Ok(chain)) => chain
+                .scopes
+                .iter()
+                .map(|scope| scope.iter().map(ScopeItem::to_text).collect())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut removed = self.decide_matched(decision.matched.clone()).granted;
+        removed.difference_with(allowed);
+        Some(DelegationExplanation {
+            depth: depth(claims),
+            scopes,
+            removed: removed.ones().map(|t| self.tools[t].id.clone()).collect(),
+        })
     }
 
     /// A group's members and what brought each in; `None` for an unknown group id.

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use lru::LruCache;
 
+use super::access::Matched;
 use super::claims::Claims;
 use super::manifest::ManifestOptions;
 use super::snapshot::Snapshot;
@@ -67,7 +68,7 @@ struct Side<'s> {
     /// Snapshot tool index → index in [`Comparison::ids`].
     to_common: Vec<u32>,
     /// The listing of each decision met recently, by its matched policies.
-    listings: LruCache<Vec<u32>, Arc<FixedBitSet>>,
+    listings: LruCache<Matched, Arc<FixedBitSet>>,
 }
 
 impl<'s> Comparison<'s> {
@@ -114,11 +115,11 @@ impl<'s> Comparison<'s> {
 impl Side<'_> {
     /// The tools the default manifest of `claims` lists, as bits over the common ids.
     fn listing(&mut self, claims: &Claims, common: usize) -> Arc<FixedBitSet> {
-        let matched = self.snapshot.matching_policies(claims);
+        let matched = self.snapshot.matched(claims);
         if let Some(listing) = self.listings.get(&matched) {
             return Arc::clone(listing);
         }
-        let decision = self.snapshot.decide_matched(matched.clone());
+        let decision = self.snapshot.decide_of(&matched);
         let (listed, _warnings) = self.snapshot.listed(&decision, &ManifestOptions::default());
         let mut bits = FixedBitSet::with_capacity(common);
         for t in listed.ones() {

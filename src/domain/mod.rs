@@ -27,6 +27,7 @@ mod compile_error;
 pub mod continuity;
 mod decide;
 pub mod definition;
+pub mod delegation;
 pub mod digest;
 pub mod entry;
 mod entry_arena;

@@ -188,6 +188,10 @@ impl Snapshot {
             policies,
             read_paths: {
                 let mut read = interner.paths.clone();
+                // A delegation chain is decided by these whatever the policies read.
+                for claim in [super::claims::ACT_CLAIM, super::claims::DELEGATION_CLAIM] {
+                    read.extend(ClaimPath::parse(claim).ok());
+                }
                 read.sort_unstable();
                 read.dedup();
                 read

@@ -61,6 +61,8 @@ pub enum Narrowing {
     Group,
     State,
     Tools,
+    /// The caller's delegation chain: a scope, or an ancestor that does not hold the tool.
+    Delegation,
 }
 
 impl Narrowing {
@@ -70,6 +72,7 @@ impl Narrowing {
             Narrowing::Group => "group",
             Narrowing::State => "state",
             Narrowing::Tools => "tools",
+            Narrowing::Delegation => "delegation",
         }
     }
 }
@@ -187,6 +190,16 @@ impl Snapshot {
         }
         if evaluation.listed.contains(t) {
             return Verdict::Granted(by);
+        }
+        if decision
+            .restriction
+            .as_ref()
+            .is_some_and(|allowed| !allowed.contains(t))
+        {
+            return Verdict::Narrowed {
+                by,
+                option: Narrowing::Delegation,
+            };
         }
         let options = &evaluation.options;
         if !options.include_disabled

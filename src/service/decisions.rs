@@ -293,6 +293,10 @@ impl Reason {
                         scope.state.as_deref().unwrap_or_default()
                     ),
                     Narrowing::Tools => "the option 'tools' removed it".to_owned(),
+                    Narrowing::Delegation => "the delegation chain of these claims does not \
+                                              keep it (a scope along the chain, or a delegating \
+                                              token that does not hold it)"
+                        .to_owned(),
                 };
                 Reason {
                     detail: Some(option.as_str()),

@@ -199,7 +199,10 @@ impl Manifests {
         }
         let mut decided = DecidedBy::Evaluated;
         let mut matched = None;
-        if let Some(shared) = &self.shared {
+        // A delegated decision has no shared form (its restriction is not in an `Access`), and
+        // an entry under its key from an instance that knew no delegation would widen it.
+        let delegated = claims.contains_key(crate::domain::claims::DELEGATION_CLAIM);
+        if let Some(shared) = self.shared.as_ref().filter(|_| !delegated) {
             matched = shared
                 .access(&key.fingerprint, snapshot.revision())
                 .await

@@ -239,7 +239,8 @@ fn fingerprint(claims: &Value) -> String {
         paths.sort();
         paths
     };
-    let read = paths(&["roles"]);
+    // What the policies read, and the claims that decide a delegation chain.
+    let read = paths(&["roles", "act", "toolgate_delegation"]);
     let admin = paths(&["roles", "realm_access.roles"]);
     Fingerprint::of_projection(claims.as_object().expect("object"), &[&read, &admin]).to_string()
 }

@@ -176,6 +176,11 @@ fn matcher_strategy() -> impl Strategy<Value = ClaimMatcher> {
         "sid",
         "jti",
         "iat",
+        // Delegation depth (`act` nests once per delegation): policies that grant or deny on
+        // it must never widen a delegated token (tests/it/delegation_model.rs).
+        "act",
+        "act.act",
+        "act.sub",
     ]);
     let scalar = prop_oneof![
         Just(json!("stolen")),

@@ -411,8 +411,22 @@ pub struct ExplanationSchema {
     policies: Vec<PolicyExplanationSchema>,
     /// The groups named by matching policies, by id.
     groups: Vec<GroupExplanationSchema>,
-    /// Every tool a matching policy covers, by id.
+    /// Every tool a matching policy covers, by id (within the delegation chain, if any).
     tools: Vec<ToolExplanationSchema>,
+    /// For delegated claims: the chain and what it took away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delegation: Option<DelegationExplanationSchema>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = DelegationExplanation)]
+pub struct DelegationExplanationSchema {
+    /// Nested `act` levels of the claims.
+    depth: usize,
+    /// The scope of each delegation along the chain, oldest first (`tool:<id>`, `group:<id>`).
+    scopes: Vec<Vec<String>>,
+    /// Tools the claims' own policies grant that the chain does not keep.
+    removed: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]

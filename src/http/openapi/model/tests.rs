@@ -118,6 +118,11 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         policies: vec![policy_explained.clone()],
         groups: vec![group_explained.clone()],
         tools: vec![tool_explained.clone()],
+        delegation: Some(crate::domain::explain::DelegationExplanation {
+            depth: 1,
+            scopes: vec![vec!["tool:s:t".into()]],
+            removed: vec![],
+        }),
     };
     let revision: crate::domain::revision::Revision = serde_json::from_value(json!({
         "id": "r", "tool_id": "s:t", "source_id": "s", "kind": "renamed",
