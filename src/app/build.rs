@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use super::{App, Following, StoreConfig};
+use crate::auth::OwnIssuer;
 use crate::auth::{AdminRule, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
 use crate::cache::redis::{SharedCache, SharedKey};
@@ -15,6 +16,7 @@ use crate::config::{Secret, Settings};
 use crate::domain::model::Catalog;
 use crate::redis_link::RedisLink;
 use crate::service::access::AccessCache;
+use crate::service::delegation::{Delegations, KeyRing};
 use crate::service::impact::ImpactRuns;
 use crate::service::limits::{Limiters, RouteClass};
 use crate::service::{
@@ -50,6 +52,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         store.open().await?,
         Arc::clone(&metrics),
     ));
+    let delegations = delegations(settings, &store).await?;
     let catalog = Arc::new(
         CatalogService::open_with_bus(store, bus)
             .await
@@ -70,7 +73,8 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         )
         .await?;
     }
-    let verifier = Verifier::new(settings.auth())
+    let own = Some(delegations.keys().issuer().clone());
+    let verifier = Verifier::with_own(settings.auth(), own)
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
@@ -102,8 +106,34 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         redis,
         metrics,
         issuer: settings.jwt_issuer.clone(),
+        delegations,
         following,
     })
+}
+
+/// Delegated tokens: toolgate's signing keys, read (or made) now and kept in step with the
+/// store in the background. Their issuer is the public URL, or else the listen address: set
+/// `TOOLGATE_PUBLIC_URL` where several instances serve one store.
+async fn delegations(
+    settings: &Settings,
+    store: &Arc<dyn CatalogStore>,
+) -> anyhow::Result<Arc<Delegations>> {
+    let issuer = settings
+        .mcp
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", settings.listen));
+    let keys = Arc::new(KeyRing::new(
+        Arc::clone(store),
+        OwnIssuer::new(issuer),
+        settings.delegation.key_rotation,
+        settings.delegation.max_lifetime,
+    ));
+    keys.refresh(chrono::Utc::now().timestamp())
+        .await
+        .context("reading toolgate's signing keys")?;
+    keys.spawn_refresh();
+    Ok(Arc::new(Delegations::new(keys, settings.delegation)))
 }
 
 /// The seed catalog (`--seed`), read and normalised before anything is opened.

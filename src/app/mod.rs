@@ -51,6 +51,8 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     /// The configured token issuer (named as authorization server by the MCP metadata).
     pub issuer: Option<String>,
+    /// Delegated tokens (`POST /oauth/token`) and toolgate's signing keys.
+    pub delegations: Arc<crate::service::delegation::Delegations>,
     /// Whether other instances write to the store (so there is something to follow), and how
     /// often to poll its revision.
     following: Following,

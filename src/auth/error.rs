@@ -41,6 +41,10 @@ pub enum AuthError {
     /// `aud` is missing or does not contain the configured audience.
     #[error("{}", self.description())]
     WrongAudience,
+    /// The token claims toolgate's own issuer, or carries its delegation claim, but is not
+    /// signed with one of toolgate's keys.
+    #[error("{}", self.description())]
+    Forged,
 }
 
 impl AuthError {
@@ -58,6 +62,7 @@ impl AuthError {
             Self::DisallowedAlgorithm => "the token signing algorithm is not allowed",
             Self::WrongIssuer => "the token issuer is not accepted",
             Self::WrongAudience => "the token audience is not accepted",
+            Self::Forged => "the token claims to be toolgate's own but is not signed by its keys",
         }
     }
 }
@@ -137,7 +142,7 @@ pub enum MintError {
 mod tests {
     use super::*;
 
-    const ALL: [AuthError; 10] = [
+    const ALL: [AuthError; 11] = [
         AuthError::Missing,
         AuthError::Malformed,
         AuthError::MissingExpiry,
@@ -148,6 +153,7 @@ mod tests {
         AuthError::DisallowedAlgorithm,
         AuthError::WrongIssuer,
         AuthError::WrongAudience,
+        AuthError::Forged,
     ];
 
     #[test]

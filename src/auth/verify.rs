@@ -11,6 +11,7 @@ use super::claims::ClaimRules;
 use super::hmac::HmacKeys;
 use super::jwks::JwksCache;
 use super::jwks_source::JwksSource;
+use super::own::OwnIssuer;
 use super::token::TokenParts;
 use super::verified::{self, TokenText, VerifiedToken, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
@@ -33,6 +34,8 @@ struct Inner {
     jwks: Option<Arc<JwksCache>>,
     rules: ClaimRules,
     verified: VerifiedTokens,
+    /// toolgate's own keys (delegated tokens), when it issues any.
+    own: Option<OwnIssuer>,
 }
 
 impl Verifier {
@@ -42,6 +45,14 @@ impl Verifier {
     /// unusable, or a JWKS *file* cannot be loaded. An unreachable JWKS *URL* only logs a
     /// warning: the verifier starts without asymmetric keys and fetches them later.
     pub async fn new(settings: AuthSettings) -> Result<Self, AuthSetupError> {
+        Verifier::with_own(settings, None).await
+    }
+
+    /// [`Verifier::new`], also accepting toolgate's own tokens signed with `own`'s keys.
+    pub async fn with_own(
+        settings: AuthSettings,
+        own: Option<OwnIssuer>,
+    ) -> Result<Self, AuthSetupError> {
         if settings.hmac_secret.is_none() && settings.jwks.is_none() {
             return Err(AuthSetupError::NoKeyMaterial);
         }
@@ -84,6 +95,7 @@ impl Verifier {
                 jwks,
                 rules,
                 verified: VerifiedTokens::new(verified::CAPACITY),
+                own,
             }),
         })
     }
@@ -109,25 +121,28 @@ impl Verifier {
         let parts = TokenParts::split(token)?;
         let mut header_json = Vec::new();
         let header = parts.header(&mut header_json)?;
-        if header.alg.family() == AlgorithmFamily::Hmac {
-            let keys = self
-                .inner
-                .hmac
-                .as_ref()
-                .ok_or(AuthError::DisallowedAlgorithm)?;
-            keys.verify(header.alg, parts.signing_input, parts.signature)?;
-        } else {
-            let jwks = self
-                .inner
-                .jwks
-                .as_ref()
-                .ok_or(AuthError::DisallowedAlgorithm)?;
-            let kid = header.kid.as_deref();
-            jwks.verify(header.alg, kid, parts.signing_input, parts.signature)
-                .await?;
-        }
-        let claims = parts.claims()?;
-        let validity = self.inner.rules.check(&claims, now)?;
+        let own = self.inner.own.as_ref();
+        let (claims, validity) = match own.and_then(|own| own.key(header.kid.as_deref())) {
+            Some(key) => {
+                OwnIssuer::check_signature(&key, header.alg, parts.signing_input, parts.signature)?;
+                self.own_claims(&parts, now)?
+            }
+            None => {
+                self.check_signature(&header, &parts).await?;
+                let claims = parts.claims()?;
+                let validity = self.inner.rules.check(&claims, now)?;
+                // Only toolgate's keys make toolgate's tokens: a token of any other key that
+                // claims its issuer or carries its delegation claim is forged.
+                let own_issuer = own.map(OwnIssuer::issuer);
+                if claims.contains_key(crate::domain::claims::DELEGATION_CLAIM)
+                    || (own_issuer.is_some()
+                        && claims.get("iss").and_then(|iss| iss.as_str()) == own_issuer)
+                {
+                    return Err(AuthError::Forged);
+                }
+                (claims, validity)
+            }
+        };
         let verified = Arc::new(VerifiedToken {
             claims: Arc::new(claims),
             expires_at: validity.expires_at,
@@ -139,9 +154,64 @@ impl Verifier {
         Ok(verified)
     }
 
-    /// Which key set verifications use now: the JWKS's generation (the secret never changes).
+    /// Which key set verifications use now: the JWKS's and toolgate's own keys' generations
+    /// (the secret never changes).
     fn key_generation(&self) -> u64 {
-        self.inner.jwks.as_ref().map_or(0, |jwks| jwks.generation())
+        let jwks = self.inner.jwks.as_ref().map_or(0, |jwks| jwks.generation());
+        let own = self.inner.own.as_ref().map_or(0, OwnIssuer::generation);
+        jwks ^ own.rotate_left(32)
+    }
+
+    /// The signature of a token of the configured key material: HS* against the secret only,
+    /// anything else against the JWKS only.
+    async fn check_signature(
+        &self,
+        header: &super::token::JoseHeader<'_>,
+        parts: &TokenParts<'_>,
+    ) -> Result<(), AuthError> {
+        if header.alg.family() == AlgorithmFamily::Hmac {
+            let keys = self
+                .inner
+                .hmac
+                .as_ref()
+                .ok_or(AuthError::DisallowedAlgorithm)?;
+            keys.verify(header.alg, parts.signing_input, parts.signature)
+        } else {
+            let jwks = self
+                .inner
+                .jwks
+                .as_ref()
+                .ok_or(AuthError::DisallowedAlgorithm)?;
+            let kid = header.kid.as_deref();
+            jwks.verify(header.alg, kid, parts.signing_input, parts.signature)
+                .await
+        }
+    }
+
+    /// The claims of one of toolgate's own tokens (its signature checked): it must expire and
+    /// name toolgate as its issuer; any audience (it is the one of the claims it was made
+    /// from, checked when they were).
+    fn own_claims(
+        &self,
+        parts: &TokenParts<'_>,
+        now: i64,
+    ) -> Result<
+        (
+            serde_json::Map<String, serde_json::Value>,
+            super::claims::Validity,
+        ),
+        AuthError,
+    > {
+        let own = self.inner.own.as_ref().ok_or(AuthError::UnknownKey)?;
+        let rules = ClaimRules {
+            issuer: Some(own.issuer().to_owned()),
+            audience: None,
+            leeway_secs: self.inner.rules.leeway_secs,
+            require_exp: true,
+        };
+        let payload = parts.claims()?;
+        let validity = rules.check(&payload, now)?;
+        Ok((super::own::delegated_claims(&payload)?, validity))
     }
 
     /// Starts refetching the JWKS every `jwks_refresh_interval` (sooner while fetches fail);

@@ -110,6 +110,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         decisions: vars.budget("DECISIONS")?,
         tool_calls: vars.budget("TOOL_CALLS")?,
         mcp: super::mcp::McpLayer::from_env(env)?,
+        delegation: super::delegation::DelegationLayer::from_env(env)?,
         cache: super::cache::CacheLayer::from_env(env)?,
     })
 }
@@ -177,6 +178,7 @@ pub fn setting_variables() -> impl Iterator<Item = &'static str> {
     KNOWN_VARIABLES
         .iter()
         .chain(&super::mcp::VARIABLES)
+        .chain(&super::delegation::VARIABLES)
         .chain(&super::cache::VARIABLES)
         .chain(OTEL_VARIABLES)
         .copied()

@@ -33,6 +33,8 @@ struct FileConfig {
     #[serde(default)]
     mcp: super::mcp::McpSection,
     #[serde(default)]
+    delegation: super::delegation::DelegationSection,
+    #[serde(default)]
     cache: super::cache::CacheSection,
 }
 
@@ -147,6 +149,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
     observability(&mut layer, file.log, file.telemetry, &at)?;
     rate_limits(&mut layer, &file.rate_limits, &at)?;
     layer.mcp = super::mcp::McpLayer::from_file(file.mcp, &at.place)?;
+    layer.delegation = super::delegation::DelegationLayer::from_file(file.delegation, &at.place)?;
     layer.cache = super::cache::CacheLayer::from_file(file.cache, &at.place)?;
     Ok(layer)
 }

@@ -53,6 +53,7 @@ pub(super) struct Layer {
     pub decisions: BudgetLayer,
     pub tool_calls: BudgetLayer,
     pub mcp: super::mcp::McpLayer,
+    pub delegation: super::delegation::DelegationLayer,
     pub cache: super::cache::CacheLayer,
 }
 
@@ -118,6 +119,7 @@ impl Layer {
             decisions: self.decisions.overlaid_by(higher.decisions),
             tool_calls: self.tool_calls.overlaid_by(higher.tool_calls),
             mcp: self.mcp.overlaid_by(higher.mcp),
+            delegation: self.delegation.overlaid_by(higher.delegation),
             cache: self.cache.overlaid_by(higher.cache),
         }
     }

@@ -14,6 +14,7 @@
 
 mod cache;
 mod defaults;
+mod delegation;
 mod dev;
 mod env;
 mod environment;
@@ -149,6 +150,8 @@ pub struct Settings {
     pub rate_limits: RateLimits,
     /// The MCP endpoint's settings.
     pub mcp: crate::service::mcp::McpSettings,
+    /// How deep and how long delegated tokens go, and how often their key rotates.
+    pub delegation: crate::service::delegation::DelegationSettings,
     /// Byte budgets of the in-process caches.
     pub cache: crate::cache::CacheBudgets,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
@@ -288,6 +291,7 @@ impl Settings {
                 tool_calls: budget(layer.tool_calls, defaults.tool_calls),
             },
             mcp: layer.mcp.settings(),
+            delegation: layer.delegation.settings(),
             cache: layer.cache.budgets(),
             warnings,
         }

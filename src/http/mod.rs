@@ -15,6 +15,7 @@ pub mod console;
 pub mod errors;
 pub mod extract;
 pub mod mcp;
+mod oauth;
 pub mod openapi;
 mod ops;
 pub mod read;
@@ -127,6 +128,7 @@ pub fn router(state: AppState) -> Router {
         ("/api/agents/tools", get(agents::list_tools)),
     ])
     .merge(authzen::routes())
+    .merge(oauth::routes())
     .merge(admin::routes(&state));
     #[cfg(feature = "bench-routes")]
     let api = api.merge(bench::routes());

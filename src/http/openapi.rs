@@ -317,6 +317,8 @@ fn paths() -> Paths {
                 "protected_resource_metadata_of_mcp",
             )),
         )
+        .path("/oauth/token", post(ops_paths::oauth_token()))
+        .path("/.well-known/jwks.json", get(ops_paths::jwks()))
         .path("/healthz", get(ops_paths::healthz()))
         .path("/readyz", get(ops_paths::readyz()))
         .path("/metrics", get(ops_paths::metrics()))
@@ -329,6 +331,12 @@ fn paths() -> Paths {
 fn get(operation: impl Into<Operation>) -> utoipa::openapi::PathItem {
     PathItemBuilder::new()
         .operation(HttpMethod::Get, operation)
+        .build()
+}
+
+fn post(operation: impl Into<Operation>) -> utoipa::openapi::PathItem {
+    PathItemBuilder::new()
+        .operation(HttpMethod::Post, operation)
         .build()
 }
 

@@ -63,6 +63,9 @@ pub const ROUTES: &[Route] = &[
     token("/access/v1/evaluations", &["post"]),
     token("/access/v1/search/resource", &["post"]),
     open("/.well-known/authzen-configuration", &["get"]),
+    // The credential is the subject token in the form, not a bearer header.
+    open("/oauth/token", &["post"]),
+    open("/.well-known/jwks.json", &["get"]),
     token("/admin/sources", COLLECTION),
     token("/admin/sources/{id}", ENTITY),
     token("/admin/tools", COLLECTION),

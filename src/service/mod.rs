@@ -11,6 +11,7 @@ mod caller;
 pub mod catalog;
 pub mod commands;
 pub mod decisions;
+pub mod delegation;
 mod diff;
 pub mod entity;
 pub mod follow;

@@ -20,6 +20,9 @@ use crate::domain::revision::Revision;
 pub mod embedded;
 pub mod mongo;
 pub mod observed;
+mod signing_keys;
+
+pub use signing_keys::SigningKeyRecord;
 
 /// The five collections, as named in URLs, audit records and store tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -308,4 +311,13 @@ pub trait CatalogStore: Send + Sync + 'static {
     /// revisions and the audit log, at one revision) into the store's `backups` folder; `None`
     /// where the backend has its own tools for that (MongoDB: `mongodump`).
     async fn backup(&self) -> Result<Option<Backup>, StoreError>;
+
+    /// toolgate's own signing keys, oldest first (by `created_at`, then `kid`).
+    async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError>;
+
+    /// Adds a signing key; one with the same `kid` already there is left as it is.
+    async fn add_signing_key(&self, key: SigningKeyRecord) -> Result<(), StoreError>;
+
+    /// Removes the signing key `kid`; nothing when there is none.
+    async fn remove_signing_key(&self, kid: &str) -> Result<(), StoreError>;
 }

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tracing::field::Empty;
 
-use super::{AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog};
+use super::{
+    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, SigningKeyRecord, StoreError,
+    StoredCatalog,
+};
 use crate::telemetry::Metrics;
 
 /// `inner`, with its calls traced and its failures counted.
@@ -91,6 +94,24 @@ impl CatalogStore for ObservedStore {
         self.observe("store backup", "backup", self.inner.backup())
             .await
     }
+
+    async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        let call = self.inner.signing_keys();
+        self.observe("store signing_keys", "signing_keys", call)
+            .await
+    }
+
+    async fn add_signing_key(&self, key: SigningKeyRecord) -> Result<(), StoreError> {
+        let call = self.inner.add_signing_key(key);
+        self.observe("store add_signing_key", "add_signing_key", call)
+            .await
+    }
+
+    async fn remove_signing_key(&self, kid: &str) -> Result<(), StoreError> {
+        let call = self.inner.remove_signing_key(kid);
+        self.observe("store remove_signing_key", "remove_signing_key", call)
+            .await
+    }
 }
 
 #[cfg(test)]
@@ -121,6 +142,15 @@ mod tests {
             Err(StoreError::Unavailable("connection refused".into()))
         }
         async fn backup(&self) -> Result<Option<Backup>, StoreError> {
+            Err(StoreError::Unavailable("connection refused".into()))
+        }
+        async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+            Err(StoreError::Unavailable("connection refused".into()))
+        }
+        async fn add_signing_key(&self, _key: SigningKeyRecord) -> Result<(), StoreError> {
+            Err(StoreError::Unavailable("connection refused".into()))
+        }
+        async fn remove_signing_key(&self, _kid: &str) -> Result<(), StoreError> {
             Err(StoreError::Unavailable("connection refused".into()))
         }
     }

@@ -131,6 +131,7 @@ pub struct Metrics {
     refresh_failures: Counter<u64>,
     impact_runs: Counter<u64>,
     impact_duration: Histogram<f64>,
+    delegations: Counter<u64>,
     /// The MCP endpoint's instruments.
     pub mcp: super::mcp::McpMetrics,
     /// Tokens asked of token endpoints for upstream calls.
@@ -217,6 +218,13 @@ impl Metrics {
                  the manifests of every claim set",
                 vec![0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10.0, 60.0],
             ),
+            delegations: meter
+                .u64_counter("toolgate.delegations")
+                .with_description(
+                    "Token exchanges at POST /oauth/token by outcome: issued, or the OAuth \
+                     error code of the refusal",
+                )
+                .build(),
             mcp: super::mcp::McpMetrics::new(&meter),
             upstream_tokens: super::upstream_tokens::TokenMetrics::new(&meter),
             provider,
@@ -369,6 +377,12 @@ impl Metrics {
         self.impact_runs
             .add(1, &[KeyValue::new("outcome", outcome)]);
         self.impact_duration.record(took.as_secs_f64(), &[]);
+    }
+
+    /// One token exchange at `POST /oauth/token`: `issued`, or the OAuth error code.
+    pub fn delegation(&self, outcome: &'static str) {
+        self.delegations
+            .add(1, &[KeyValue::new("outcome", outcome)]);
     }
 
     /// Everything recorded so far, as Prometheus text.

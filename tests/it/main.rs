@@ -24,6 +24,7 @@ mod console_sso;
 mod decision_bounds;
 mod decision_model;
 mod decisions;
+mod delegation;
 mod delegation_model;
 mod deploy_files;
 mod docs_complete;

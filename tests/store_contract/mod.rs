@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use toolgate::domain::model::Catalog;
 use toolgate::store::{
-    AuditQuery, AuditRecord, CatalogStore, Change, Commit, Entity, EntityKind, StoreError, Subject,
+    AuditQuery, AuditRecord, CatalogStore, Change, Commit, Entity, EntityKind, SigningKeyRecord,
+    StoreError, Subject,
 };
 
 use self::fixtures::{bare_label, commit, label, one_of_each, put_label, puts, record, tool};
@@ -43,6 +44,7 @@ macro_rules! tests_for {
             audit_pages_with_a_cursor_and_a_limit,
             audit_pages_newest_first_with_a_cursor,
             audit_limit_zero_means_the_default_and_large_limits_are_capped,
+            signing_keys_are_kept_apart_from_the_catalog,
         );
     };
     (@each $fresh:path; $($contract:ident),* $(,)?) => {
@@ -478,4 +480,38 @@ pub async fn audit_limit_zero_means_the_default_and_large_limits_are_capped(
     assert_eq!(count(0).await, AuditQuery::DEFAULT_LIMIT);
     assert_eq!(count(7).await, 7);
     assert_eq!(count(usize::MAX).await, AuditQuery::MAX_LIMIT);
+}
+
+/// Signing keys: listed oldest first, an added kid never replaced, removed by kid, and never
+/// part of the catalog or its revision.
+pub async fn signing_keys_are_kept_apart_from_the_catalog(store: Arc<dyn CatalogStore>) {
+    let key = |kid: &str, created_at: i64, private_key: &str| SigningKeyRecord {
+        kid: kid.to_owned(),
+        created_at,
+        private_key: private_key.to_owned(),
+    };
+    assert!(store.signing_keys().await.expect("keys").is_empty());
+    store.add_signing_key(key("b", 20, "B")).await.expect("add");
+    store.add_signing_key(key("a", 30, "A")).await.expect("add");
+    store.add_signing_key(key("c", 20, "C")).await.expect("add");
+    store
+        .add_signing_key(key("b", 99, "other"))
+        .await
+        .expect("an existing kid is left as it is");
+    assert_eq!(
+        store.signing_keys().await.expect("keys"),
+        vec![key("b", 20, "B"), key("c", 20, "C"), key("a", 30, "A")]
+    );
+    store.remove_signing_key("c").await.expect("remove");
+    store
+        .remove_signing_key("missing")
+        .await
+        .expect("nothing to remove");
+    assert_eq!(
+        store.signing_keys().await.expect("keys"),
+        vec![key("b", 20, "B"), key("a", 30, "A")]
+    );
+    assert_eq!(store.revision().await.expect("revision"), 0);
+    let loaded = store.load().await.expect("load");
+    assert_eq!(loaded.catalog, Catalog::default());
 }

@@ -19,7 +19,7 @@ use redb::{
 };
 
 use super::error::During;
-use super::tables::{self, AUDIT, COLLECTIONS, META, REVISION};
+use super::tables::{self, AUDIT, COLLECTIONS, META, REVISION, SIGNING_KEYS};
 use crate::store::{Backup, StoreError};
 
 /// The last backup this process wrote. Only this process's own: while it runs, it is the
@@ -146,6 +146,8 @@ fn copy_tables(read: &ReadTransaction, write: &WriteTransaction) -> Result<(), S
         copy_table(read, write, definition)?;
     }
     copy_table(read, write, META)?;
+    // The signing keys too: tokens delegated before the backup still verify after a restore.
+    copy_table(read, write, SIGNING_KEYS)?;
     copy_table(read, write, AUDIT)
 }
 

@@ -37,7 +37,7 @@ fn revision_in(txn: &ReadTransaction) -> Result<u64, StoreError> {
     tables::counter(&meta, REVISION).during("reading the revision")
 }
 
-fn collection<T: DeserializeOwned>(
+pub(super) fn collection<T: DeserializeOwned>(
     txn: &ReadTransaction,
     table: Collection,
 ) -> Result<Vec<T>, StoreError> {

@@ -21,6 +21,7 @@ mod audit;
 mod backup;
 mod commit;
 mod error;
+mod keys;
 mod load;
 mod tables;
 
@@ -33,7 +34,8 @@ use redb::{Database, DatabaseError, ReadableDatabase, StorageError, TableError};
 
 use self::error::During;
 use crate::store::{
-    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog,
+    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, SigningKeyRecord, StoreError,
+    StoredCatalog,
 };
 
 /// The name of the database file inside the data dir.
@@ -146,6 +148,8 @@ fn create_tables(db: &Database) -> Result<(), StoreError> {
         .during("creating table `meta`")?;
     txn.open_table(tables::AUDIT)
         .during("creating table `audit`")?;
+    txn.open_table(tables::SIGNING_KEYS)
+        .during("creating table `signing_keys`")?;
     txn.commit().during("preparing the store")
 }
 
@@ -321,5 +325,18 @@ impl CatalogStore for EmbeddedStore {
         self.run(move |db| backup::write(db, &dir, now, &last))
             .await
             .map(Some)
+    }
+
+    async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        self.run(keys::list).await
+    }
+
+    async fn add_signing_key(&self, key: SigningKeyRecord) -> Result<(), StoreError> {
+        self.run(move |db| keys::add(db, &key)).await
+    }
+
+    async fn remove_signing_key(&self, kid: &str) -> Result<(), StoreError> {
+        let kid = kid.to_owned();
+        self.run(move |db| keys::remove(db, &kid)).await
     }
 }

@@ -34,6 +34,10 @@ pub(super) const REVISION: &str = "revision";
 /// is never reused, even if old records are pruned one day.
 pub(super) const LAST_AUDIT_SEQ: &str = "last_audit_seq";
 
+/// toolgate's own signing keys: kid → `SigningKeyRecord` JSON. Not a catalog collection: no
+/// catalog read or document ever shows it.
+pub(super) const SIGNING_KEYS: Collection = TableDefinition::new("signing_keys");
+
 /// The change log: seq → `AuditRecord` JSON.
 pub(super) const AUDIT: TableDefinition<'static, u64, &'static [u8]> =
     TableDefinition::new("audit");

@@ -57,6 +57,7 @@ mod client;
 mod documents;
 mod error;
 mod journal;
+mod keys;
 mod load;
 pub mod migrations;
 mod plan;
@@ -69,7 +70,8 @@ use mongodb::{Client, Database};
 use tokio::sync::Mutex;
 
 use crate::store::{
-    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, StoreError, StoredCatalog,
+    AuditQuery, AuditRecord, Backup, CatalogStore, Commit, SigningKeyRecord, StoreError,
+    StoredCatalog,
 };
 
 pub use client::DEFAULT_TIMEOUT;
@@ -205,5 +207,17 @@ impl CatalogStore for MongoStore {
     /// to write to.
     async fn backup(&self) -> Result<Option<Backup>, StoreError> {
         Ok(None)
+    }
+
+    async fn signing_keys(&self) -> Result<Vec<SigningKeyRecord>, StoreError> {
+        keys::list(&self.db).await
+    }
+
+    async fn add_signing_key(&self, key: SigningKeyRecord) -> Result<(), StoreError> {
+        keys::add(&self.db, &key).await
+    }
+
+    async fn remove_signing_key(&self, kid: &str) -> Result<(), StoreError> {
+        keys::remove(&self.db, kid).await
     }
 }

@@ -1,0 +1,298 @@
+//! toolgate as a token issuer: the ES256 keys it signs delegated tokens with (made here, kept in
+//! the store by the service), and what the verifier accepts of its own tokens.
+//!
+//! Invariants:
+//! - a token is toolgate's own only if its header names one of these keys' `kid` with
+//!   `alg: ES256` and the signature checks with that key, and its `iss` is [`OwnIssuer::issuer`];
+//! - a token of any other key that claims toolgate's issuer, or carries the delegation claim
+//!   (which only toolgate puts into a caller's claims), is refused, never trusted;
+//! - private keys never leave this module but as the PKCS#8 the store keeps, and never appear
+//!   in `Debug` output.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
+use p256::ecdsa::SigningKey;
+use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+use serde_json::{Map, Value, json};
+
+use super::AuthError;
+
+/// One signing key: its private half for signing, its public half for verifying and the JWKS.
+pub struct OwnKey {
+    pub kid: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    /// The public JWK, as `/.well-known/jwks.json` lists it.
+    pub jwk: Value,
+}
+
+impl std::fmt::Debug for OwnKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnKey")
+            .field("kid", &self.kid)
+            .field("created_at", &self.created_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a stored key could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the signing key '{kid}' cannot be read: {reason}")]
+pub struct OwnKeyError {
+    pub kid: String,
+    pub reason: String,
+}
+
+impl OwnKey {
+    /// A new P-256 key made at `created_at`, and its PKCS#8 DER (standard base64) to store.
+    pub fn generate(created_at: i64) -> Result<(OwnKey, String), OwnKeyError> {
+        let failed = |reason: String| OwnKeyError {
+            kid: String::new(),
+            reason,
+        };
+        let signing = loop {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes).map_err(|error| failed(error.to_string()))?;
+            // Out of range with a chance of about 2^-32: draw again.
+            if let Ok(key) = SigningKey::from_slice(&bytes) {
+                break key;
+            }
+        };
+        let der = signing
+            .to_pkcs8_der()
+            .map_err(|error| failed(error.to_string()))?;
+        let mut kid_bytes = [0u8; 12];
+        getrandom::fill(&mut kid_bytes).map_err(|error| failed(error.to_string()))?;
+        let kid = format!("tg-{}", URL_SAFE_NO_PAD.encode(kid_bytes));
+        let stored = STANDARD.encode(der.as_bytes());
+        let key = OwnKey::from_pkcs8(&kid, created_at, &stored)?;
+        Ok((key, stored))
+    }
+
+    /// The key kept as `private_key` (PKCS#8 DER, standard base64).
+    pub fn from_pkcs8(
+        kid: &str,
+        created_at: i64,
+        private_key: &str,
+    ) -> Result<OwnKey, OwnKeyError> {
+        let failed = |reason: &str| OwnKeyError {
+            kid: kid.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let der = STANDARD
+            .decode(private_key)
+            .map_err(|_| failed("not base64"))?;
+        let signing =
+            SigningKey::from_pkcs8_der(&der).map_err(|_| failed("not a P-256 PKCS#8 key"))?;
+        let point = signing.verifying_key().to_encoded_point(false);
+        let (Some(x), Some(y)) = (point.x(), point.y()) else {
+            return Err(failed("the public point has no coordinates"));
+        };
+        let (x, y) = (URL_SAFE_NO_PAD.encode(x), URL_SAFE_NO_PAD.encode(y));
+        let decoding =
+            DecodingKey::from_ec_components(&x, &y).map_err(|_| failed("unusable public key"))?;
+        Ok(OwnKey {
+            kid: kid.to_owned(),
+            created_at,
+            encoding: EncodingKey::from_ec_der(&der),
+            decoding,
+            jwk: json!({"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid,
+                        "alg": "ES256", "use": "sig"}),
+        })
+    }
+
+    /// `claims` signed with this key (ES256, its `kid` in the header).
+    pub fn sign(&self, claims: &Map<String, Value>) -> Result<String, jsonwebtoken::errors::Error> {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding)
+    }
+}
+
+/// The keys toolgate's tokens are checked against, and its issuer name. Cheap to clone; the
+/// service replaces the keys as it rotates them, the verifier reads them on every own token.
+#[derive(Clone)]
+pub struct OwnIssuer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    issuer: String,
+    keys: RwLock<Keys>,
+}
+
+#[derive(Default)]
+struct Keys {
+    keys: Vec<Arc<OwnKey>>,
+    generation: u64,
+}
+
+impl std::fmt::Debug for OwnIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnIssuer")
+            .field("issuer", &self.inner.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OwnIssuer {
+    /// An issuer named `issuer` (the `iss` of its tokens), without keys yet.
+    pub fn new(issuer: String) -> OwnIssuer {
+        OwnIssuer {
+            inner: Arc::new(Inner {
+                issuer,
+                keys: RwLock::new(Keys::default()),
+            }),
+        }
+    }
+
+    pub fn issuer(&self) -> &str {
+        &self.inner.issuer
+    }
+
+    /// Replaces the published keys (oldest first).
+    pub fn set_keys(&self, keys: Vec<Arc<OwnKey>>) {
+        let mut held = self
+            .inner
+            .keys
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        held.keys = keys;
+        held.generation += 1;
+    }
+
+    /// The published keys, oldest first.
+    pub fn keys(&self) -> Vec<Arc<OwnKey>> {
+        self.read().keys.clone()
+    }
+
+    /// Changes whenever the keys do (a verification remembered under another generation is
+    /// checked again).
+    pub(super) fn generation(&self) -> u64 {
+        self.read().generation
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Keys> {
+        self.inner
+            .keys
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key `kid` names, if it is one of these.
+    pub(super) fn key(&self, kid: Option<&str>) -> Option<Arc<OwnKey>> {
+        let kid = kid?;
+        self.read().keys.iter().find(|key| key.kid == kid).cloned()
+    }
+
+    /// Checks a token of the key `key` (already known to be one of these): `alg` ES256 and the
+    /// signature.
+    pub(super) fn check_signature(
+        key: &OwnKey,
+        alg: Algorithm,
+        signing_input: &[u8],
+        signature: &str,
+    ) -> Result<(), AuthError> {
+        if alg != Algorithm::ES256 {
+            return Err(AuthError::DisallowedAlgorithm);
+        }
+        match jsonwebtoken::crypto::verify(signature, signing_input, &key.decoding, alg) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(AuthError::BadSignature),
+            Err(_) => Err(AuthError::Malformed),
+        }
+    }
+}
+
+/// The claims a delegated token is evaluated as (`C_n` of `crate::domain::delegation`): the
+/// claims it was made from, its `act`, and the chain's scopes. `Malformed` when the payload is
+/// not what toolgate signs.
+pub(super) fn delegated_claims(
+    payload: &Map<String, Value>,
+) -> Result<Map<String, Value>, AuthError> {
+    use crate::domain::claims::{ACT_CLAIM, DELEGATION_CLAIM};
+    let chain = payload
+        .get(DELEGATION_CLAIM)
+        .and_then(Value::as_object)
+        .ok_or(AuthError::Malformed)?;
+    let mut claims = chain
+        .get("claims")
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or(AuthError::Malformed)?;
+    let scopes = chain
+        .get("scopes")
+        .filter(|scopes| scopes.as_array().is_some_and(|s| !s.is_empty()))
+        .cloned()
+        .ok_or(AuthError::Malformed)?;
+    let act = payload
+        .get(ACT_CLAIM)
+        .filter(|act| act.is_object())
+        .cloned()
+        .ok_or(AuthError::Malformed)?;
+    claims.insert(ACT_CLAIM.to_owned(), act);
+    claims.insert(DELEGATION_CLAIM.to_owned(), json!({ "scopes": scopes }));
+    Ok(claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_key_signs_what_it_verifies_and_round_trips_through_storage() {
+        let (key, stored) = OwnKey::generate(7).expect("a key");
+        assert!(key.kid.starts_with("tg-"));
+        assert!(!format!("{key:?}").contains(&stored));
+        let again = OwnKey::from_pkcs8(&key.kid, 7, &stored).expect("read back");
+        assert_eq!(again.jwk, key.jwk);
+        let claims = json!({"sub": "a"}).as_object().cloned().expect("object");
+        let token = key.sign(&claims).expect("signed");
+        let (input, signature) = token.rsplit_once('.').expect("three parts");
+        assert!(
+            OwnIssuer::check_signature(&again, Algorithm::ES256, input.as_bytes(), signature)
+                .is_ok()
+        );
+        let (other, _) = OwnKey::generate(8).expect("another key");
+        assert_eq!(
+            OwnIssuer::check_signature(&other, Algorithm::ES256, input.as_bytes(), signature),
+            Err(AuthError::BadSignature)
+        );
+        assert_eq!(
+            OwnIssuer::check_signature(&again, Algorithm::HS256, input.as_bytes(), signature),
+            Err(AuthError::DisallowedAlgorithm)
+        );
+    }
+
+    #[test]
+    fn unreadable_stored_keys_are_errors_naming_the_kid() {
+        let error = OwnKey::from_pkcs8("k1", 0, "not base64!").expect_err("refused");
+        assert_eq!(error.kid, "k1");
+        assert!(OwnKey::from_pkcs8("k1", 0, &STANDARD.encode(b"junk")).is_err());
+    }
+
+    #[test]
+    fn delegated_claims_are_the_origin_with_act_and_the_chain() {
+        let payload = json!({
+            "iss": "https://gw", "sub": "u", "exp": 9, "act": {"sub": "u"},
+            "toolgate_delegation": {"claims": {"sub": "u", "roles": ["r"]},
+                                     "scopes": [["tool:a"]]}
+        });
+        let claims = delegated_claims(payload.as_object().expect("object")).expect("read");
+        assert_eq!(
+            Value::Object(claims),
+            json!({"sub": "u", "roles": ["r"], "act": {"sub": "u"},
+                   "toolgate_delegation": {"scopes": [["tool:a"]]}})
+        );
+        let no_act = json!({"toolgate_delegation": {"claims": {}, "scopes": [["tool:a"]]}});
+        assert_eq!(
+            delegated_claims(no_act.as_object().expect("object")),
+            Err(AuthError::Malformed)
+        );
+    }
+}

@@ -1,0 +1,342 @@
+//! `POST /oauth/token`: an agent hands a sub-agent a token that can only see less (API.md,
+//! "Delegation"; RFC 8693 token exchange). The rules, all here:
+//! - the subject token is one toolgate accepts (verified by the transport into a [`Caller`]);
+//! - the scope lists `tool:<id>` and `group:<id>` items; those naming nothing the subject may
+//!   see now are dropped, and a scope left empty is `invalid_scope`;
+//! - the new token's depth (nested `act` levels) is at most the configured maximum
+//!   (`invalid_request` beyond);
+//! - it expires no later than the subject token, nor than the maximum lifetime;
+//! - it is signed with toolgate's current key and carries the claims the chain was made from,
+//!   its `act` (nesting the subject's) and every scope along the chain, so that the verifier
+//!   rebuilds exactly the claims the domain narrows ([`crate::domain::delegation`]).
+//!
+//! Nothing is written: a delegated token is not audited; it is logged (never the token).
+
+pub mod keys;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+
+use super::Caller;
+use crate::domain::claims::{ACT_CLAIM, Claims, DELEGATION_CLAIM};
+use crate::domain::delegation::{Chain, ScopeItem, depth, level_claims};
+use crate::domain::manifest::ManifestOptions;
+use crate::domain::snapshot::Snapshot;
+
+pub use keys::KeyRing;
+
+/// RFC 8693 §3: the token type toolgate accepts and issues.
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+/// RFC 8693 §2.1.
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// Scope items accepted in one request.
+pub const MAX_SCOPE_ITEMS: usize = 64;
+
+/// How deep and how long delegation goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DelegationSettings {
+    /// Nested `act` levels a delegated token may have (`TOOLGATE_DELEGATION_MAX_DEPTH`).
+    pub max_depth: usize,
+    /// The longest a delegated token lives (`TOOLGATE_DELEGATION_MAX_LIFETIME_SECS`).
+    pub max_lifetime: Duration,
+    /// How long a signing key signs before a new one is made
+    /// (`TOOLGATE_DELEGATION_KEY_ROTATION_SECS`).
+    pub key_rotation: Duration,
+}
+
+impl Default for DelegationSettings {
+    fn default() -> Self {
+        DelegationSettings {
+            max_depth: 2,
+            max_lifetime: Duration::from_secs(3600),
+            key_rotation: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// The form fields of an exchange, as sent (the subject token already verified).
+#[derive(Debug, Default, Clone)]
+pub struct ExchangeRequest {
+    pub grant_type: Option<String>,
+    pub subject_token_type: Option<String>,
+    pub requested_token_type: Option<String>,
+    pub scope: Option<String>,
+    pub expires_in: Option<String>,
+}
+
+/// A refused exchange: an RFC 6749 §5.2 error code and what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("{0}")]
+    UnsupportedGrantType(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("{0}")]
+    InvalidGrant(String),
+    #[error("{0}")]
+    InvalidScope(String),
+    /// No signing key could be read: nothing is wrong with the request.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ExchangeError {
+    /// The `error` code of the answer.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            ExchangeError::UnsupportedGrantType(_) => "unsupported_grant_type",
+            ExchangeError::InvalidRequest(_) => "invalid_request",
+            ExchangeError::InvalidGrant(_) => "invalid_grant",
+            ExchangeError::InvalidScope(_) => "invalid_scope",
+            ExchangeError::Unavailable(_) => "temporarily_unavailable",
+        }
+    }
+}
+
+/// An issued delegated token.
+#[derive(Debug)]
+pub struct Issued {
+    pub access_token: String,
+    pub expires_in: u64,
+    /// The scope kept, space-separated.
+    pub scope: String,
+    /// Nested `act` levels of the new token.
+    pub depth: usize,
+}
+
+/// Mints delegated tokens.
+pub struct Delegations {
+    keys: Arc<KeyRing>,
+    settings: DelegationSettings,
+}
+
+impl Delegations {
+    pub fn new(keys: Arc<KeyRing>, settings: DelegationSettings) -> Delegations {
+        Delegations { keys, settings }
+    }
+
+    pub fn keys(&self) -> &Arc<KeyRing> {
+        &self.keys
+    }
+
+    pub fn settings(&self) -> DelegationSettings {
+        self.settings
+    }
+
+    /// A token for a sub-agent of `subject`, which can see at most what `subject` sees in
+    /// `snapshot` within `request.scope`.
+    pub fn exchange(
+        &self,
+        snapshot: &Snapshot,
+        subject: &Caller,
+        request: &ExchangeRequest,
+    ) -> Result<Issued, ExchangeError> {
+        check_types(request)?;
+        let claims = subject.claims();
+        let new_depth = depth(claims) + 1;
+        if new_depth > self.settings.max_depth {
+            return Err(ExchangeError::InvalidRequest(format!(
+                "the subject token is at delegation depth {} and delegating it again would \
+                 make depth {new_depth}, beyond the maximum of {} \
+                 (TOOLGATE_DELEGATION_MAX_DEPTH)",
+                new_depth - 1,
+                self.settings.max_depth
+            )));
+        }
+        let kept = kept_scope(snapshot, claims, request.scope.as_deref())?;
+        let now = unix_now();
+        let exp = self.expiry(subject, request.expires_in.as_deref(), now)?;
+        let key = self.keys.signing_key(now).ok_or_else(|| {
+            ExchangeError::Unavailable(
+                "no signing key is available yet; try again in a few seconds".to_owned(),
+            )
+        })?;
+        let payload = payload(self.keys.issuer().issuer(), claims, &kept, (now, exp));
+        let access_token = key.sign(&payload).map_err(|error| {
+            ExchangeError::Unavailable(format!("the token could not be signed: {error}"))
+        })?;
+        let scope: Vec<String> = kept.iter().map(ScopeItem::to_text).collect();
+        Ok(Issued {
+            access_token,
+            expires_in: u64::try_from(exp - now).unwrap_or(0),
+            scope: scope.join(" "),
+            depth: new_depth,
+        })
+    }
+
+    /// When the new token expires: `expires_in` (at most the maximum lifetime), and never
+    /// after the subject token.
+    fn expiry(
+        &self,
+        subject: &Caller,
+        expires_in: Option<&str>,
+        now: i64,
+    ) -> Result<i64, ExchangeError> {
+        let max = i64::try_from(self.settings.max_lifetime.as_secs()).unwrap_or(i64::MAX);
+        let asked = match expires_in {
+            None => max,
+            Some(text) => match text.trim().parse::<i64>() {
+                Ok(seconds) if seconds >= 1 => seconds.min(max),
+                _ => {
+                    return Err(ExchangeError::InvalidRequest(format!(
+                        "expires_in must be a whole number of seconds, at least 1, found \
+                         '{}'",
+                        text.chars().take(32).collect::<String>()
+                    )));
+                }
+            },
+        };
+        let mut exp = now.saturating_add(asked);
+        if let Some(parent) = subject.expires_at() {
+            exp = exp.min(parent);
+        }
+        if exp <= now {
+            return Err(ExchangeError::InvalidGrant(
+                "the subject token expires now".to_owned(),
+            ));
+        }
+        Ok(exp)
+    }
+}
+
+/// `grant_type`, `subject_token_type` and `requested_token_type` as RFC 8693 has them.
+fn check_types(request: &ExchangeRequest) -> Result<(), ExchangeError> {
+    match request.grant_type.as_deref() {
+        Some(TOKEN_EXCHANGE_GRANT) => {}
+        Some(other) => {
+            return Err(ExchangeError::UnsupportedGrantType(format!(
+                "grant_type must be {TOKEN_EXCHANGE_GRANT}, found '{}'",
+                other.chars().take(80).collect::<String>()
+            )));
+        }
+        None => {
+            return Err(ExchangeError::InvalidRequest(format!(
+                "grant_type is required: {TOKEN_EXCHANGE_GRANT}"
+            )));
+        }
+    }
+    match request.subject_token_type.as_deref() {
+        Some(ACCESS_TOKEN_TYPE) => {}
+        _ => {
+            return Err(ExchangeError::InvalidRequest(format!(
+                "subject_token_type must be {ACCESS_TOKEN_TYPE}"
+            )));
+        }
+    }
+    match request.requested_token_type.as_deref() {
+        None | Some(ACCESS_TOKEN_TYPE) => Ok(()),
+        Some(_) => Err(ExchangeError::InvalidRequest(format!(
+            "requested_token_type can only be {ACCESS_TOKEN_TYPE}"
+        ))),
+    }
+}
+
+/// The items of `scope` that name something `claims` may see now, in the order given, once.
+fn kept_scope(
+    snapshot: &Snapshot,
+    claims: &Claims,
+    scope: Option<&str>,
+) -> Result<Vec<ScopeItem>, ExchangeError> {
+    let scope = scope.ok_or_else(|| {
+        ExchangeError::InvalidRequest(
+            "scope is required: tool:<tool_id> and group:<group_id> items, space-separated"
+                .to_owned(),
+        )
+    })?;
+    let mut items = Vec::new();
+    for text in scope.split_ascii_whitespace() {
+        let item = ScopeItem::parse(text).ok_or_else(|| {
+            ExchangeError::InvalidScope(format!(
+                "'{}' is not a scope item: use tool:<tool_id> or group:<group_id>",
+                text.chars().take(80).collect::<String>()
+            ))
+        })?;
+        if !items.contains(&item) {
+            items.push(item);
+        }
+        if items.len() > MAX_SCOPE_ITEMS {
+            return Err(ExchangeError::InvalidScope(format!(
+                "the scope lists more than {MAX_SCOPE_ITEMS} items"
+            )));
+        }
+    }
+    if items.is_empty() {
+        return Err(ExchangeError::InvalidScope(
+            "the scope lists nothing: give at least one tool:<tool_id> or group:<group_id>"
+                .to_owned(),
+        ));
+    }
+    let manifest = snapshot.manifest(claims, &ManifestOptions::default());
+    items.retain(|item| match item {
+        ScopeItem::Tool(id) => manifest.groups_of(id).is_some(),
+        ScopeItem::Group(id) => manifest.tool_ids().any(|tool| {
+            manifest
+                .groups_of(tool)
+                .is_some_and(|groups| groups.contains(&id.as_str()))
+        }),
+    });
+    if items.is_empty() {
+        return Err(ExchangeError::InvalidScope(
+            "the scope names nothing the subject token may see".to_owned(),
+        ));
+    }
+    Ok(items)
+}
+
+/// The delegated token's claims (see the module docs).
+fn payload(
+    issuer: &str,
+    claims: &Claims,
+    kept: &[ScopeItem],
+    (now, exp): (i64, i64),
+) -> Map<String, Value> {
+    let (origin, mut scopes) = match Chain::of(claims) {
+        Some(Ok(chain)) => {
+            let n = chain.scopes.len();
+            (level_claims(claims, n, 0), chain.scopes)
+        }
+        // A caller's claims carry a readable chain or none (the verifier makes them).
+        Some(Err(())) | None => {
+            let mut origin = claims.clone();
+            origin.remove(DELEGATION_CLAIM);
+            (origin, Vec::new())
+        }
+    };
+    scopes.push(kept.to_vec());
+    let chain = Chain { scopes }.to_claim();
+    let mut act = Map::new();
+    if let Some(sub) = claims.get("sub") {
+        act.insert("sub".to_owned(), sub.clone());
+    }
+    if let Some(inner) = claims.get(ACT_CLAIM) {
+        act.insert(ACT_CLAIM.to_owned(), inner.clone());
+    }
+    let scope: Vec<String> = kept.iter().map(ScopeItem::to_text).collect();
+    let mut payload = Map::new();
+    payload.insert("iss".to_owned(), json!(issuer));
+    for registered in ["sub", "aud"] {
+        if let Some(value) = origin.get(registered) {
+            payload.insert(registered.to_owned(), value.clone());
+        }
+    }
+    payload.insert("iat".to_owned(), json!(now));
+    payload.insert("exp".to_owned(), json!(exp));
+    payload.insert("jti".to_owned(), json!(uuid::Uuid::new_v4().to_string()));
+    payload.insert(ACT_CLAIM.to_owned(), Value::Object(act));
+    payload.insert("scope".to_owned(), json!(scope.join(" ")));
+    let mut carried = chain;
+    carried["claims"] = Value::Object(origin);
+    payload.insert(DELEGATION_CLAIM.to_owned(), carried);
+    payload
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX)
+        })
+}
