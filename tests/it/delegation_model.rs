@@ -3,12 +3,15 @@
 //! chains of delegations: at every level, the child's manifest is within its parent's and
 //! within its scope (`tool:<id>`, or `group:<id>` of a group granted to the parent); the
 //! decision path (an evaluation), the cached path (the decision by matched policies) and the
-//! explanation agree with it; and a policy change that takes a tool from the root takes it
-//! from every descendant in the same snapshot.
+//! explanation agree with it; so do the services every transport serves from (manifests,
+//! decisions, MCP pages and calls), through caches shared by every level of the chain (a key
+//! that forgot the chain would hand a child its parent's answer); and a policy change that
+//! takes a tool from the root takes it from every descendant in the same snapshot.
 
 use crate::support;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -16,8 +19,52 @@ use serde_json::{Map, Value, json};
 use support::random_catalog::{catalog_strategy, claims_strategy};
 use toolgate::domain::delegation::{ACT, CLAIM};
 use toolgate::domain::manifest::ManifestOptions;
+use toolgate::domain::mcp::McpCatalog;
 use toolgate::domain::model::{AccessPolicy, Catalog, ToolGroup};
 use toolgate::domain::snapshot::Snapshot;
+use toolgate::service::access::AccessCache;
+use toolgate::service::{Decisions, Manifests, McpTools};
+use toolgate::telemetry::Metrics;
+use toolgate::upstream::{CallLimits, Upstream};
+
+/// The services of one gateway at one revision, their caches shared by every claim set.
+struct Services {
+    manifests: Arc<Manifests>,
+    decisions: Arc<Decisions>,
+    mcp: McpTools,
+}
+
+impl Services {
+    fn new() -> Services {
+        thread_local! {
+            static METRICS: Arc<Metrics> = Arc::new(Metrics::new(None).expect("metrics"));
+            static UPSTREAM: Arc<Upstream> =
+                Arc::new(Upstream::new(CallLimits::default()).expect("an HTTP client"));
+        }
+        let access = Arc::new(AccessCache::new(1 << 20));
+        let manifests = Arc::new(Manifests::new(
+            Arc::clone(&access),
+            1 << 20,
+            None,
+            &[],
+            16,
+            METRICS.with(Arc::clone),
+        ));
+        let decisions = Arc::new(Decisions::new(access, 1 << 20));
+        let mcp = McpTools::new(
+            Arc::clone(&decisions),
+            Arc::clone(&manifests),
+            UPSTREAM.with(Arc::clone),
+            1000,
+            1 << 20,
+        );
+        Services {
+            manifests,
+            decisions,
+            mcp,
+        }
+    }
+}
 
 /// One scope item to draw: mostly what the root holds (so that children often hold
 /// something), else anything of the catalog's vocabulary or ids that name nothing.
@@ -77,6 +124,49 @@ fn chain_claims(root: &Map<String, Value>, scopes: &[Vec<String>]) -> Vec<Map<St
     levels
 }
 
+/// What the services serve `claims` agrees with the domain's manifest `ids`: the rendered
+/// manifest, the decision listing, and which tools `tools/call` may call.
+fn served_alike(
+    snapshot: &Snapshot,
+    services: &Services,
+    claims: &Map<String, Value>,
+    ids: &[&str],
+) -> Result<(), TestCaseError> {
+    let options = ManifestOptions::default();
+    let expected = snapshot.manifest(claims, &options).to_json();
+    let served = services
+        .manifests
+        .resolve_local(snapshot, claims, options.clone());
+    prop_assert_eq!(
+        &served.to_vec()[..],
+        &expected[..],
+        "rendered for {:?}",
+        claims
+    );
+    let evaluation = services
+        .decisions
+        .listing(snapshot, claims, options.clone());
+    let decided: Vec<&str> = snapshot.listed_ids(&evaluation, None).collect();
+    prop_assert_eq!(&decided[..], ids);
+    let catalog = McpCatalog::of(snapshot);
+    for tool in &snapshot.catalog().tools {
+        let Some(name) = catalog.name(snapshot, &tool.id) else {
+            continue;
+        };
+        let callable = services
+            .mcp
+            .callable(snapshot, claims, &options, name)
+            .is_some();
+        prop_assert_eq!(
+            callable,
+            ids.contains(&tool.id.as_str()),
+            "tools/call of {}",
+            name
+        );
+    }
+    Ok(())
+}
+
 /// Tool ids with the granted groups each is listed with.
 fn listing(snapshot: &Snapshot, claims: &Map<String, Value>) -> Vec<(String, Vec<String>)> {
     let manifest = snapshot.manifest(claims, &ManifestOptions::default());
@@ -108,7 +198,10 @@ fn check(
     tally: &mut Tally,
 ) -> Result<(), TestCaseError> {
     let snapshot = Snapshot::compile(catalog.clone(), 1).expect("generated catalogs compile");
+    let services = Services::new();
     let held = listing(&snapshot, root);
+    let root_ids: Vec<&str> = held.iter().map(|(id, _)| id.as_str()).collect();
+    served_alike(&snapshot, &services, root, &root_ids)?;
     let chains: Vec<Vec<Vec<String>>> = draws
         .iter()
         .map(|chain| chain.iter().map(|scope| scope_of(scope, &held)).collect())
@@ -148,8 +241,12 @@ fn check(
                 .expect("same revision");
             prop_assert_eq!(by_matched.tool_ids().collect::<Vec<_>>(), ids.clone());
             let explained = snapshot.explain(claims, &ManifestOptions::default());
-            prop_assert_eq!(explained.manifest.tool_ids().collect::<Vec<_>>(), ids);
+            prop_assert_eq!(
+                explained.manifest.tool_ids().collect::<Vec<_>>(),
+                ids.clone()
+            );
             prop_assert!(explained.explanation.delegation.is_some());
+            served_alike(&snapshot, &services, claims, &ids)?;
             // A shared form would lose the restriction: there is none.
             prop_assert!(
                 snapshot

@@ -15,6 +15,8 @@ use toolgate::auth::mint_hs256;
 
 const EMAIL: &str = "jane.doe+logcanary@example.org";
 const ADMIN_EMAIL: &str = "root.canary@example.net";
+/// The `sub` of the agent that delegates (its own rate-limit bucket).
+const DELEGATOR: &str = "delegator-Kq3Canary";
 /// Claim values that must never be logged (besides the emails).
 const CLAIM_VALUES: [&str; 5] = [
     "sub-Zq8wCanary",
@@ -124,7 +126,52 @@ async fn traffic(base: &str) -> Vec<String> {
         }
     }
     assert!(limited > 0, "the subject was rate limited");
-    vec![good, expired, forged, admin, malformed]
+    let (delegator, child) = delegation(&client, base).await;
+    vec![good, expired, forged, admin, malformed, delegator, child]
+}
+
+/// A token exchange issued and one refused, and a call with the delegated token: neither the
+/// subject token nor the issued one may be logged.
+async fn delegation(client: &reqwest::Client, base: &str) -> (String, String) {
+    let mut delegator_claims = claims(support::unix_now() + 600);
+    delegator_claims.insert("sub".into(), json!(DELEGATOR));
+    let delegator = mint_hs256(SECRET, &delegator_claims).expect("mint");
+    let exchange = |scope: &'static str| {
+        let form = serde_urlencoded::to_string([
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            ("subject_token", delegator.as_str()),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:access_token",
+            ),
+            ("scope", scope),
+        ])
+        .expect("a form");
+        client
+            .post(format!("{base}/oauth/token"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+    };
+    let issued = exchange("tool:billing:list_invoices")
+        .await
+        .expect("answered");
+    assert_eq!(issued.status(), StatusCode::OK);
+    let body: Value = serde_json::from_slice(&issued.bytes().await.expect("body")).expect("JSON");
+    let child = body["access_token"].as_str().expect("a token").to_owned();
+    let refused = exchange("tool:nothing").await.expect("answered");
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let read = client
+        .get(format!("{base}/agents/tools"))
+        .bearer_auth(&child)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(read.status(), StatusCode::OK);
+    (delegator, child)
 }
 
 fn assert_clean(log: &str, tokens: &[String]) {
@@ -134,6 +181,7 @@ fn assert_clean(log: &str, tokens: &[String]) {
         "too little was logged to prove anything:\n{log}"
     );
     assert!(log.contains("request_id") && log.contains("subject"));
+    assert!(log.contains("delegated token issued") && log.contains("token exchange refused"));
     for status in ["401", "403", "429"] {
         assert!(log.contains(status), "no {status} logged");
     }
@@ -141,6 +189,7 @@ fn assert_clean(log: &str, tokens: &[String]) {
     canaries.extend([
         EMAIL.to_owned(),
         ADMIN_EMAIL.to_owned(),
+        DELEGATOR.to_owned(),
         "logcanary".to_owned(),
     ]);
     for token in tokens {
