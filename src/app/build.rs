@@ -129,6 +129,8 @@ async fn delegations(
         settings.delegation.key_rotation,
         settings.delegation.max_lifetime,
     ));
+    let source: std::sync::Weak<dyn crate::auth::OwnKeySource> = Arc::downgrade(&keys) as _;
+    keys.issuer().set_source(source);
     keys.refresh(chrono::Utc::now().timestamp())
         .await
         .context("reading toolgate's signing keys")?;

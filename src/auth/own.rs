@@ -9,7 +9,8 @@
 //! - private keys never leave this module but as the PKCS#8 the store keeps, and never appear
 //!   in `Debug` output.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -114,6 +115,21 @@ impl OwnKey {
     }
 }
 
+/// Where toolgate's keys are read from again when a token names a key not known here yet: one
+/// another instance on the same store has just made (the service's key ring).
+#[async_trait::async_trait]
+pub trait OwnKeySource: Send + Sync {
+    /// Reads the keys and publishes them ([`OwnIssuer::set_keys`]).
+    async fn reload(&self);
+}
+
+/// Unknown toolgate kids make the keys be read again at most this often.
+const RELOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// The prefix of the kids [`OwnKey::generate`] makes: only such a kid makes the keys be read
+/// again.
+const KID_PREFIX: &str = "tg-";
+
 /// The keys toolgate's tokens are checked against, and its issuer name. Cheap to clone; the
 /// service replaces the keys as it rotates them, the verifier reads them on every own token.
 #[derive(Clone)]
@@ -124,6 +140,9 @@ pub struct OwnIssuer {
 struct Inner {
     issuer: String,
     keys: RwLock<Keys>,
+    source: OnceLock<Weak<dyn OwnKeySource>>,
+    /// When the keys were last read for an unknown kid; held while reading (one at a time).
+    reloaded: tokio::sync::Mutex<Option<Instant>>,
 }
 
 #[derive(Default)]
@@ -147,12 +166,19 @@ impl OwnIssuer {
             inner: Arc::new(Inner {
                 issuer,
                 keys: RwLock::new(Keys::default()),
+                source: OnceLock::new(),
+                reloaded: tokio::sync::Mutex::new(None),
             }),
         }
     }
 
     pub fn issuer(&self) -> &str {
         &self.inner.issuer
+    }
+
+    /// Where to read the keys again when a token names an unknown one of toolgate's (set once).
+    pub fn set_source(&self, source: Weak<dyn OwnKeySource>) {
+        let _ = self.inner.source.set(source);
     }
 
     /// Replaces the published keys (oldest first).
@@ -185,9 +211,31 @@ impl OwnIssuer {
     }
 
     /// The key `kid` names, if it is one of these.
-    pub(super) fn key(&self, kid: Option<&str>) -> Option<Arc<OwnKey>> {
+    pub fn key(&self, kid: Option<&str>) -> Option<Arc<OwnKey>> {
         let kid = kid?;
         self.read().keys.iter().find(|key| key.kid == kid).cloned()
+    }
+
+    /// [`OwnIssuer::key`], reading the keys again first when `kid` looks like one of toolgate's
+    /// and is not known here (at most once a second, one reading at a time: a flood of made-up
+    /// kids costs one store read a second).
+    pub async fn key_or_reload(&self, kid: Option<&str>) -> Option<Arc<OwnKey>> {
+        if let Some(key) = self.key(kid) {
+            return Some(key);
+        }
+        let kid = kid.filter(|kid| kid.starts_with(KID_PREFIX))?;
+        let source = self.inner.source.get()?.upgrade()?;
+        let mut reloaded = self.inner.reloaded.lock().await;
+        // Read meanwhile by whoever held the lock.
+        if let Some(key) = self.key(Some(kid)) {
+            return Some(key);
+        }
+        if reloaded.is_some_and(|at| at.elapsed() < RELOAD_EVERY) {
+            return None;
+        }
+        source.reload().await;
+        *reloaded = Some(Instant::now());
+        self.key(Some(kid))
     }
 
     /// Checks a token of the key `key` (already known to be one of these): `alg` ES256 and the

@@ -122,7 +122,11 @@ impl Verifier {
         let mut header_json = Vec::new();
         let header = parts.header(&mut header_json)?;
         let own = self.inner.own.as_ref();
-        let (claims, validity) = match own.and_then(|own| own.key(header.kid.as_deref())) {
+        let own_key = match own {
+            Some(own) => own.key_or_reload(header.kid.as_deref()).await,
+            None => None,
+        };
+        let (claims, validity) = match own_key {
             Some(key) => {
                 OwnIssuer::check_signature(&key, header.alg, parts.signing_input, parts.signature)?;
                 self.own_claims(&parts, now)?

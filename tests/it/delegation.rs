@@ -590,3 +590,57 @@ async fn keys_are_published_and_kept_across_a_restart() {
         .json();
     assert_eq!(again["keys"], jwks["keys"]);
 }
+
+/// `POST /admin/impact` over the claim sets served recently: a delegated token is remembered
+/// with its chain, and is told it loses what its parent loses within its scope, and nothing
+/// when the parent loses what the child never had.
+#[tokio::test]
+async fn the_impact_of_a_change_on_a_delegated_token_is_its_own() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = gateway_in(dir.path()).await;
+    let parent = agent("orchestrator");
+    let (child, _) = delegate(&gateway, &parent, "group:g-read").await;
+    manifest(&gateway, &parent).await;
+    manifest(&gateway, &child).await;
+    let impact = |allowed: Value| {
+        let body = json!({"change": {"collection": "policies", "id": "p-agent", "op": "patch",
+                                     "body": {"allowed_group_ids": allowed}}});
+        let gateway = &gateway;
+        async move {
+            gateway
+                .admin_send(Method::POST, "/admin/impact", Some(body))
+                .await
+                .expect(StatusCode::OK)
+                .json()
+        }
+    };
+    let lost = |report: &Value, delegated: bool| -> Option<Vec<String>> {
+        report["seen"]
+            .as_array()
+            .expect("seen")
+            .iter()
+            .find(|seen| seen["claims"].get("toolgate_delegation").is_some() == delegated)
+            .map(|seen| {
+                seen["lost"]
+                    .as_array()
+                    .expect("lost")
+                    .iter()
+                    .map(|id| id.as_str().expect("id").to_owned())
+                    .collect()
+            })
+    };
+    // Reads taken from agents: both lose them.
+    let report = impact(json!(["g-write", "g-coord"])).await;
+    assert_eq!(
+        lost(&report, false),
+        Some(vec!["api:whoami".into(), "crm:read".into()])
+    );
+    assert_eq!(
+        lost(&report, true),
+        Some(vec!["api:whoami".into(), "crm:read".into()])
+    );
+    // Writes taken: only the parent, the child never had them.
+    let report = impact(json!(["g-read", "g-coord"])).await;
+    assert_eq!(lost(&report, false), Some(vec!["crm:write".into()]));
+    assert_eq!(lost(&report, true), None, "{report}");
+}

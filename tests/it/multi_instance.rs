@@ -33,6 +33,8 @@ async fn cluster(test: &str) -> Cluster {
         ("TOOLGATE_MONGODB_DATABASE", database.as_str()),
         ("TOOLGATE_REDIS_URL", redis.url.as_str()),
         ("TOOLGATE_REVISION_POLL_SECS", "1"),
+        // One issuer for the delegated tokens either instance mints.
+        ("TOOLGATE_PUBLIC_URL", "https://gateway.example.com"),
         // The test polls B as fast as it answers and writes 100 times in a row: what it
         // measures is propagation, not the per-subject limits.
         ("TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC", "100000"),
@@ -269,4 +271,87 @@ async fn concurrent_writes_through_both_instances_lose_nothing() {
             .count();
         assert_eq!(created, 16, "{audit}");
     }
+}
+
+/// A token delegated by one instance is accepted by the other (the keys are in the store) and
+/// served there within its scope; a change written through the first (the tool disabled) takes it
+/// from the child on the second at once (decided there, never shared through Redis).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_delegated_by_one_instance_is_narrowed_by_the_other() {
+    let cluster = cluster("a_token_delegated_by_one_instance").await;
+    let (status, _) = cluster
+        .admin(
+            &cluster.a,
+            Method::POST,
+            "/admin/tools",
+            Some(json!(
+            {"source_id": "billing", "operation_id": "export", "name": "export", "method": "GET"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let form = serde_urlencoded::to_string([
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        ("subject_token", reader().as_str()),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ),
+        ("scope", "tool:billing:list"),
+    ])
+    .expect("a form");
+    let issued = cluster
+        .client
+        .post(format!("{}/oauth/token", cluster.a.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(issued.status(), StatusCode::OK);
+    let body: Value = serde_json::from_slice(&issued.bytes().await.expect("body")).expect("json");
+    let child = body["access_token"].as_str().expect("a token").to_owned();
+    let ids = |on: &Process, token: String| {
+        let request = cluster
+            .client
+            .get(format!("{}/agents/tools", on.base))
+            .bearer_auth(token);
+        async move {
+            let response = request.send().await.expect("answered");
+            assert_eq!(response.status(), StatusCode::OK);
+            let body: Value =
+                serde_json::from_slice(&response.bytes().await.expect("body")).expect("json");
+            body["data"]
+                .as_array()
+                .expect("data")
+                .iter()
+                .map(|entry| entry["tool_id"].as_str().expect("id").to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while ids(&cluster.b, reader()).await.len() < 2 {
+        assert!(Instant::now() < deadline, "B never served the new tool");
+    }
+    assert_eq!(ids(&cluster.a, child.clone()).await, ["billing:list"]);
+    assert_eq!(ids(&cluster.b, child.clone()).await, ["billing:list"]);
+    let (status, body) = cluster
+        .admin(
+            &cluster.a,
+            Method::PATCH,
+            "/admin/tools/billing:list",
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !ids(&cluster.b, child.clone()).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "B still serves the child a tool its parent lost"
+        );
+    }
+    assert_eq!(ids(&cluster.b, reader()).await, ["billing:export"]);
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::{OwnIssuer, OwnKey};
+use crate::auth::{OwnIssuer, OwnKey, OwnKeySource};
 use crate::store::{CatalogStore, SigningKeyRecord, StoreError};
 
 /// How often each instance reads the keys again.
@@ -124,6 +124,18 @@ impl KeyRing {
     }
 }
 
+/// A token named a key of toolgate's not known here: another instance made it (on a new store,
+/// instances that start together each make one); read the keys now rather than at the next
+/// tick.
+#[async_trait::async_trait]
+impl OwnKeySource for KeyRing {
+    async fn reload(&self) {
+        if let Err(error) = self.refresh(super::unix_now()).await {
+            tracing::warn!(%error, "the signing keys could not be read; the last ones stay");
+        }
+    }
+}
+
 fn secs(duration: Duration) -> i64 {
     i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
 }
@@ -174,5 +186,25 @@ mod tests {
         let kids: Vec<String> = ring.issuer().keys().iter().map(|k| k.kid.clone()).collect();
         assert_eq!(kids, vec![second.kid.clone()]);
         assert_eq!(store.signing_keys().await.expect("keys").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_another_instance_made_is_read_when_a_token_names_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store: Arc<dyn CatalogStore> =
+            Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+        let b = Arc::new(ring(Arc::clone(&store)));
+        b.refresh(10_000).await.expect("refresh");
+        let source: std::sync::Weak<dyn OwnKeySource> = Arc::downgrade(&b) as _;
+        b.issuer().set_source(source);
+        // Another instance rotates; this one has not read the store since.
+        let a = ring(Arc::clone(&store));
+        a.refresh(11_000).await.expect("refresh");
+        let newest = a.issuer().keys().last().expect("a key").kid.clone();
+        assert!(b.issuer().key(Some(&newest)).is_none());
+        assert!(b.issuer().key_or_reload(Some(&newest)).await.is_some());
+        // Made-up kids: not toolgate's shape, or read again no more than once a second.
+        assert!(b.issuer().key_or_reload(Some("other-kid")).await.is_none());
+        assert!(b.issuer().key_or_reload(Some("tg-made-up")).await.is_none());
     }
 }
