@@ -181,15 +181,23 @@ impl OwnIssuer {
         let _ = self.inner.source.set(source);
     }
 
-    /// Replaces the published keys (oldest first).
+    /// Replaces the published keys (oldest first). The generation moves only when a key is
+    /// gone: a token verified with a key still here stays verified, and a refresh that
+    /// changes nothing must not make every caller's token be checked again.
     pub fn set_keys(&self, keys: Vec<Arc<OwnKey>>) {
         let mut held = self
             .inner
             .keys
             .write()
             .unwrap_or_else(PoisonError::into_inner);
+        let removed = held
+            .keys
+            .iter()
+            .any(|old| !keys.iter().any(|key| key.kid == old.kid));
         held.keys = keys;
-        held.generation += 1;
+        if removed {
+            held.generation += 1;
+        }
     }
 
     /// The published keys, oldest first.
@@ -197,8 +205,8 @@ impl OwnIssuer {
         self.read().keys.clone()
     }
 
-    /// Changes whenever the keys do (a verification remembered under another generation is
-    /// checked again).
+    /// Changes whenever a key is removed (a verification remembered under another generation
+    /// is checked again).
     pub(super) fn generation(&self) -> u64 {
         self.read().generation
     }
@@ -258,12 +266,14 @@ impl OwnIssuer {
 }
 
 /// The claims a delegated token is evaluated as (`C_n` of `crate::domain::delegation`): the
-/// claims it was made from, its `act`, and the chain's scopes. `Malformed` when the payload is
-/// not what toolgate signs.
+/// claims it was made from with the token's own `jti`/`iat`/`exp`/`nbf`, its `act`, and the
+/// chain (every scope, every level's per-token claims, this token's last). `Malformed` when
+/// the payload is not what toolgate signs.
 pub(super) fn delegated_claims(
     payload: &Map<String, Value>,
 ) -> Result<Map<String, Value>, AuthError> {
     use crate::domain::claims::{ACT_CLAIM, DELEGATION_CLAIM};
+    use crate::domain::delegation::{PER_TOKEN, per_token};
     let chain = payload
         .get(DELEGATION_CLAIM)
         .and_then(Value::as_object)
@@ -275,7 +285,14 @@ pub(super) fn delegated_claims(
         .ok_or(AuthError::Malformed)?;
     let scopes = chain
         .get("scopes")
-        .filter(|scopes| scopes.as_array().is_some_and(|s| !s.is_empty()))
+        .and_then(Value::as_array)
+        .filter(|scopes| !scopes.is_empty())
+        .ok_or(AuthError::Malformed)?;
+    // One entry per level before this token.
+    let mut tokens = chain
+        .get("tokens")
+        .and_then(Value::as_array)
+        .filter(|tokens| tokens.len() == scopes.len())
         .cloned()
         .ok_or(AuthError::Malformed)?;
     let act = payload
@@ -283,8 +300,22 @@ pub(super) fn delegated_claims(
         .filter(|act| act.is_object())
         .cloned()
         .ok_or(AuthError::Malformed)?;
+    let own = per_token(payload);
+    for name in PER_TOKEN {
+        claims.remove(name);
+    }
+    if let Value::Object(own) = &own {
+        claims.extend(
+            own.iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+    }
+    tokens.push(own);
     claims.insert(ACT_CLAIM.to_owned(), act);
-    claims.insert(DELEGATION_CLAIM.to_owned(), json!({ "scopes": scopes }));
+    claims.insert(
+        DELEGATION_CLAIM.to_owned(),
+        json!({ "scopes": scopes, "tokens": tokens }),
+    );
     Ok(claims)
 }
 
@@ -327,17 +358,20 @@ mod tests {
     #[test]
     fn delegated_claims_are_the_origin_with_act_and_the_chain() {
         let payload = json!({
-            "iss": "https://gw", "sub": "u", "exp": 9, "act": {"sub": "u"},
-            "toolgate_delegation": {"claims": {"sub": "u", "roles": ["r"]},
-                                     "scopes": [["tool:a"]]}
+            "iss": "https://gw", "sub": "u", "exp": 9, "jti": "j1", "act": {"sub": "u"},
+            "toolgate_delegation": {"claims": {"sub": "u", "roles": ["r"], "jti": "j0", "exp": 99},
+                                     "scopes": [["tool:a"]], "tokens": [{"jti": "j0", "exp": 99}]}
         });
         let claims = delegated_claims(payload.as_object().expect("object")).expect("read");
         assert_eq!(
             Value::Object(claims),
-            json!({"sub": "u", "roles": ["r"], "act": {"sub": "u"},
-                   "toolgate_delegation": {"scopes": [["tool:a"]]}})
+            json!({"sub": "u", "roles": ["r"], "jti": "j1", "exp": 9, "act": {"sub": "u"},
+                   "toolgate_delegation": {"scopes": [["tool:a"]],
+                                           "tokens": [{"jti": "j0", "exp": 99},
+                                                      {"jti": "j1", "exp": 9}]}})
         );
-        let no_act = json!({"toolgate_delegation": {"claims": {}, "scopes": [["tool:a"]]}});
+        let no_act = json!({"toolgate_delegation": {"claims": {}, "scopes": [["tool:a"]],
+                                                    "tokens": [{}]}});
         assert_eq!(
             delegated_claims(no_act.as_object().expect("object")),
             Err(AuthError::Malformed)

@@ -19,6 +19,11 @@ pub(super) const VARIABLES: [&str; 3] = [
 /// A key rotation shorter than this would retire keys faster than instances read them.
 const MIN_ROTATION_SECS: u64 = 60;
 
+/// The longest lifetime a delegated token may be given (a day), and the longest rotation (a
+/// year): bounds that keep key retirement arithmetic meaningful.
+const MAX_LIFETIME_SECS: u64 = 24 * 3600;
+const MAX_ROTATION_SECS: u64 = 366 * 24 * 3600;
+
 /// `[delegation]` in the file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,15 +71,22 @@ impl DelegationLayer {
     /// A lifetime of at least a second, a rotation of at least a minute (`names`: the two
     /// settings as named in messages).
     fn checked(self, names: &[String; 2]) -> Result<DelegationLayer, ConfigError> {
-        if let Some(lifetime) = self.max_lifetime_secs {
-            number::at_least_one(&names[0], lifetime)?;
+        if let Some(lifetime) = self.max_lifetime_secs
+            && !(1..=MAX_LIFETIME_SECS).contains(&lifetime)
+        {
+            return Err(ConfigError::invalid(
+                &names[0],
+                format!("must be 1 to {MAX_LIFETIME_SECS} seconds, found {lifetime}"),
+            ));
         }
         if let Some(rotation) = self.key_rotation_secs
-            && rotation < MIN_ROTATION_SECS
+            && !(MIN_ROTATION_SECS..=MAX_ROTATION_SECS).contains(&rotation)
         {
             return Err(ConfigError::invalid(
                 &names[1],
-                format!("must be at least {MIN_ROTATION_SECS} seconds, found {rotation}"),
+                format!(
+                    "must be {MIN_ROTATION_SECS} to {MAX_ROTATION_SECS} seconds, found {rotation}"
+                ),
             ));
         }
         Ok(self)
@@ -120,6 +132,8 @@ mod tests {
         };
         assert!(layer(Some(0), None).checked(&names).is_err());
         assert!(layer(None, Some(59)).checked(&names).is_err());
+        assert!(layer(Some(86_401), None).checked(&names).is_err());
+        assert!(layer(None, Some(u64::MAX)).checked(&names).is_err());
         let settings = layer(Some(60), Some(60))
             .overlaid_by(DelegationLayer {
                 max_depth: Some(3),

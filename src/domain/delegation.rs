@@ -1,9 +1,11 @@
 //! Delegation that only narrows (SEMANTICS.md section 6, step 4; API.md "Delegation").
 //!
 //! A delegated token (minted by toolgate's `/oauth/token` from a token it accepts) is evaluated
-//! as a claim set `C_n`: the claims the chain was made from (`C_0`), its `act` claim (nested
-//! once per delegation, RFC 8693 §4.1) and [`CLAIM`], the scope of every delegation along the
-//! chain, oldest first: `{"scopes": [["tool:a", "group:g"], …]}`. Only the verifier puts
+//! as a claim set `C_n`: the claims the chain was made from (`C_0`) with the token's own
+//! [`PER_TOKEN`] claims (its `jti`, `iat`, `exp`, `nbf`: a deny on a `jti` revokes that very
+//! token), its `act` claim (nested once per delegation, RFC 8693 §4.1) and [`CLAIM`], the scope
+//! of every delegation along the chain, oldest first, and the per-token claims of every level:
+//! `{"scopes": [["tool:a", "group:g"], …], "tokens": [{"jti": …}, …]}`. Only the verifier puts
 //! [`CLAIM`] into a caller's claims (it refuses tokens of other issuers that carry it); an
 //! admin may write it into claims evaluated for a preview, to see a chain.
 //!
@@ -27,6 +29,22 @@ pub use super::claims::DELEGATION_CLAIM as CLAIM;
 
 /// The claim that nests actors (RFC 8693 §4.1): its depth is the delegation depth.
 pub use super::claims::ACT_CLAIM as ACT;
+
+/// The claims that differ from one token of an identity to the next: each level of a chain
+/// keeps its own, so that a policy on them (a deny on a leaked token's `jti`) reaches exactly
+/// that token and every token delegated from it.
+pub const PER_TOKEN: [&str; 4] = ["jti", "iat", "exp", "nbf"];
+
+/// The [`PER_TOKEN`] claims of `claims`.
+pub fn per_token(claims: &Claims) -> Value {
+    let mut own = serde_json::Map::new();
+    for name in PER_TOKEN {
+        if let Some(value) = claims.get(name) {
+            own.insert(name.to_owned(), value.clone());
+        }
+    }
+    Value::Object(own)
+}
 
 /// One item of a delegation scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -65,7 +83,8 @@ pub struct Chain {
 impl Chain {
     /// The chain `claims` carry: `None` when they carry none (not delegated).
     pub fn of(claims: &Claims) -> Option<Result<Chain, ()>> {
-        let claim = claims.get(CLAIM)?;
+        // `null` is absent, as for every claim (the claims key reads it so).
+        let claim = claims.get(CLAIM).filter(|claim| !claim.is_null())?;
         Some(Chain::read(claim).ok_or(()))
     }
 
@@ -110,11 +129,20 @@ pub fn depth(claims: &Claims) -> usize {
 }
 
 /// The claims of level `k` of a chain of `n` delegations evaluated as `claims` (`C_n`): the
-/// same claims without [`CLAIM`], their `act` peeled `n - k` times (absent when nothing is
-/// left).
+/// same claims without [`CLAIM`], with level `k`'s [`PER_TOKEN`] claims when the chain records
+/// them, and their `act` peeled `n - k` times (absent when nothing is left).
 pub fn level_claims(claims: &Claims, n: usize, k: usize) -> Claims {
     let mut level = claims.clone();
-    level.remove(CLAIM);
+    let chain = level.remove(CLAIM);
+    if let Some(Value::Object(own)) = chain.as_ref().and_then(|chain| chain.get("tokens")?.get(k)) {
+        for name in PER_TOKEN {
+            level.remove(name);
+        }
+        level.extend(
+            own.iter()
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+    }
     let mut act = level.remove(ACT);
     for _ in k..n {
         act = match act {
@@ -218,10 +246,10 @@ mod tests {
             json!({"scopes": [["tool:"]]}),
             json!({"scopes": [["admin:x"]]}),
             json!({"scopes": "tool:a"}),
-            json!(null),
         ] {
             assert_eq!(chain(bad.clone()), Some(Err(())), "{bad}");
         }
+        assert_eq!(chain(json!(null)), None, "null is absent");
         assert_eq!(Chain::of(&claims_of(json!({"sub": "a"}))), None);
     }
 }

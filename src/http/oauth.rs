@@ -4,7 +4,7 @@
 //! JSON out.
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -12,14 +12,16 @@ use axum::routing::{get, post};
 use serde_json::json;
 
 use super::AppState;
-use super::errors::ApiError;
 use super::extract::subject_hash;
 use crate::service::Caller;
-use crate::service::delegation::{ACCESS_TOKEN_TYPE, ExchangeError, ExchangeRequest};
+use crate::service::delegation::{ACCESS_TOKEN_TYPE, ExchangeError, ExchangeRequest, check_types};
 use crate::service::limits::RouteClass;
 
 /// A token request larger than this is not one (a token and a scope of 64 items fit easily).
 const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// A token request has six parameters; one with more than this many is not one.
+const MAX_FORM_FIELDS: usize = 16;
 
 pub(super) fn routes() -> Router<AppState> {
     super::routes::router([
@@ -60,16 +62,17 @@ fn form_fields(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String)>
     if !form_type {
         return Err("the body must be application/x-www-form-urlencoded".to_owned());
     }
-    if body.len() > MAX_FORM_BYTES {
-        return Err(format!("the body is larger than {MAX_FORM_BYTES} bytes"));
+    // Counted before parsing: a body of thousands of empty pairs is refused at once.
+    if body.split(|&b| b == b'&').count() > MAX_FORM_FIELDS {
+        return Err(format!(
+            "the form has more than {MAX_FORM_FIELDS} parameters"
+        ));
     }
     let fields: Vec<(String, String)> =
         serde_urlencoded::from_bytes(body).map_err(|_| "the body is not a form".to_owned())?;
-    for (position, (name, _)) in fields.iter().enumerate() {
-        if fields[..position]
-            .iter()
-            .any(|(earlier, _)| earlier == name)
-        {
+    let mut names = std::collections::HashSet::with_capacity(fields.len());
+    for (name, _) in &fields {
+        if !names.insert(name.as_str()) {
             return Err(format!(
                 "the parameter '{}' is given more than once",
                 name.chars().take(40).collect::<String>()
@@ -79,8 +82,13 @@ fn form_fields(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String)>
     Ok(fields)
 }
 
-async fn token(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn token(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let app = &state.app;
+    // Read here, within this endpoint's own bound, so that a larger body is an OAuth error too.
+    let Ok(body) = axum::body::to_bytes(body, MAX_FORM_BYTES).await else {
+        let too_large = format!("the body is larger than {MAX_FORM_BYTES} bytes");
+        return refused(&state, "invalid_request", invalid_request(&too_large));
+    };
     let fields = match form_fields(&headers, &body) {
         Ok(fields) => fields,
         Err(wrong) => return refused(&state, "invalid_request", invalid_request(&wrong)),
@@ -91,6 +99,18 @@ async fn token(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.clone())
     };
+    let request = ExchangeRequest {
+        grant_type: field("grant_type"),
+        subject_token_type: field("subject_token_type"),
+        requested_token_type: field("requested_token_type"),
+        scope: field("scope"),
+        expires_in: field("expires_in"),
+    };
+    // The grant type first: another grant is `unsupported_grant_type` whatever else is sent.
+    if let Err(error) = check_types(&request) {
+        let response = oauth_error(StatusCode::BAD_REQUEST, error.code(), &error.to_string());
+        return refused(&state, error.code(), response);
+    }
     let Some(subject_token) = field("subject_token") else {
         let response = invalid_request("subject_token is required: the token to delegate from");
         return refused(&state, "invalid_request", response);
@@ -106,15 +126,17 @@ async fn token(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -
     let is_admin = app.admin_rule.is_admin(&verified.claims);
     let subject = Caller::new(verified, is_admin);
     if let Err(limited) = app.limits.charge(RouteClass::AgentReads, &subject) {
-        return ApiError::from(limited).into_response();
+        let mut response = oauth_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "temporarily_unavailable",
+            &limited.to_string(),
+        );
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(limited.retry_after_secs),
+        );
+        return refused(&state, "temporarily_unavailable", response);
     }
-    let request = ExchangeRequest {
-        grant_type: field("grant_type"),
-        subject_token_type: field("subject_token_type"),
-        requested_token_type: field("requested_token_type"),
-        scope: field("scope"),
-        expires_in: field("expires_in"),
-    };
     let snapshot = app.catalog.snapshot();
     match app.delegations.exchange(&snapshot, &subject, &request) {
         Ok(issued) => {

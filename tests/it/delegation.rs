@@ -416,6 +416,32 @@ async fn bad_requests_get_oauth_errors() {
         assert_eq!(body["error"], code, "{fields:?}: {body}");
         assert!(body["error_description"].is_string());
     }
+    // Another grant is that whatever else is (not) sent; forms past their bounds are refused.
+    let (status, body) = exchange(&gateway, &[("grant_type", "password")]).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unsupported_grant_type"))
+    );
+    let many: Vec<(String, String)> = (0..17).map(|i| (format!("p{i}"), String::new())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let (status, body) = exchange(&gateway, &many).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_request"))
+    );
+    let huge = "x".repeat(70 * 1024);
+    let (status, body) = exchange(
+        &gateway,
+        &with(&[("scope", "tool:crm:read")])
+            .into_iter()
+            .chain([("padding", huge.as_str())])
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_request"))
+    );
     // A token without the role sees nothing, so can delegate nothing.
     let stranger = Gateway::token(json!({"sub": "x"}));
     let (status, body) = exchange(
@@ -643,4 +669,47 @@ async fn the_impact_of_a_change_on_a_delegated_token_is_its_own() {
     let report = impact(json!(["g-read", "g-coord"])).await;
     assert_eq!(lost(&report, false), Some(vec!["crm:write".into()]));
     assert_eq!(lost(&report, true), None, "{report}");
+}
+
+/// A leaked delegated token is revoked as any token is, by a deny on its `jti`: that token and
+/// every token delegated from it lose everything; its parent and its sibling keep theirs.
+#[tokio::test]
+async fn a_deny_on_a_childs_jti_revokes_it_and_its_descendants_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = gateway_in(dir.path()).await;
+    let parent = agent("orchestrator");
+    let (leaked, _) = delegate(&gateway, &parent, "group:g-read").await;
+    let (sibling, _) = delegate(&gateway, &parent, "group:g-read").await;
+    let (grandchild, _) = delegate(&gateway, &leaked, "tool:crm:read").await;
+    let jti = payload(&leaked)["jti"].as_str().expect("a jti").to_owned();
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/groups",
+            Some(json!(
+            {"id": "g-everything", "name": "everything", "selectors": [{}]})),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/policies",
+            Some(json!({
+            "id": "p-revoked", "name": "leaked token", "priority": 1000,
+            "denied_group_ids": ["g-everything"],
+            "claim_matchers": [{"json_path": "jti", "operator": "equals", "value": jti}]})),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(manifest(&gateway, &leaked).await, Vec::<String>::new());
+    assert_eq!(manifest(&gateway, &grandchild).await, Vec::<String>::new());
+    assert_eq!(
+        manifest(&gateway, &sibling).await,
+        ["api:whoami", "crm:read"]
+    );
+    assert_eq!(
+        manifest(&gateway, &parent).await,
+        ["api:whoami", "crm:read", "crm:spawn_agents", "crm:write"]
+    );
 }

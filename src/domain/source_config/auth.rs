@@ -146,7 +146,13 @@ pub fn upstream_auth(config: &Map<String, Value>) -> Result<UpstreamAuth, Vec<Co
 /// The client and request fields shared by both grants.
 fn client(auth: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Option<TokenClient> {
     let token_endpoint = match auth.get("token_endpoint") {
-        Some(Value::String(url)) if is_http_url(url) => Some(url.clone()),
+        Some(Value::String(url)) if is_http_url(url) => match endpoint_problem(url) {
+            None => Some(url.clone()),
+            Some(problem) => {
+                errors.push(error("auth.token_endpoint", problem));
+                None
+            }
+        },
         Some(other) => {
             errors.push(error(
                 "auth.token_endpoint",
@@ -178,6 +184,37 @@ fn client(auth: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Option<To
         audience,
         resource,
     })
+}
+
+/// What is wrong with an http(s) token endpoint URL: credentials in it (they belong in
+/// `client_id`/`client_secret`, which are masked; a URL is not), or plain http to another
+/// machine (the client secret, and for an exchange the caller's own token, would cross the
+/// network in clear).
+fn endpoint_problem(url: &str) -> Option<&'static str> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Some(
+            "must not carry credentials (user:password@): give them as client_id and \
+             client_secret",
+        );
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host == "::1"
+        || host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if scheme.eq_ignore_ascii_case("http") && !loopback {
+        return Some(
+            "must be https:// (the client secret, and for token_exchange the caller's token, \
+             are sent to it); http:// only to this machine (localhost, 127.0.0.1, [::1])",
+        );
+    }
+    None
 }
 
 /// Form values must be printable: a control character in one is a config mistake.
@@ -266,6 +303,26 @@ mod tests {
             !format!("{client:?}").contains("\"s\""),
             "the secret is not in Debug"
         );
+    }
+
+    #[test]
+    fn token_endpoints_are_https_or_this_machine_and_carry_no_credentials() {
+        for good in [
+            "https://idp.example.com/token",
+            "http://127.0.0.1:8080/token",
+            "http://localhost/token",
+            "http://[::1]:9/t",
+        ] {
+            assert_eq!(endpoint_problem(good), None, "{good}");
+        }
+        for bad in [
+            "http://idp.example.com/token",
+            "http://10.0.0.1/token",
+            "https://user:pass@idp.example.com/token",
+            "http://localhost.evil.com/token",
+        ] {
+            assert!(endpoint_problem(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]

@@ -89,9 +89,12 @@ impl KeyRing {
     /// for longer than a token lives.
     fn retired(&self, record: &SigningKeyRecord, newer: &[SigningKeyRecord], now: i64) -> bool {
         newer.iter().any(|successor| {
-            successor.created_at + secs(PUBLISH_DELAY) + secs(self.max_lifetime) + REMOVAL_LEEWAY
-                <= now
-                && successor.created_at > record.created_at
+            let last_token_ends = successor
+                .created_at
+                .saturating_add(secs(PUBLISH_DELAY))
+                .saturating_add(secs(self.max_lifetime))
+                .saturating_add(REMOVAL_LEEWAY);
+            last_token_ends <= now && successor.created_at > record.created_at
         })
     }
 

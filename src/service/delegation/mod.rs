@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::Caller;
 use crate::domain::claims::{ACT_CLAIM, Claims, DELEGATION_CLAIM};
-use crate::domain::delegation::{Chain, ScopeItem, depth, level_claims};
+use crate::domain::delegation::{Chain, ScopeItem, depth, level_claims, per_token};
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
 
@@ -96,8 +96,7 @@ impl ExchangeError {
     }
 }
 
-/// An issued delegated token.
-#[derive(Debug)]
+/// An issued delegated token (no `Debug`: it holds the token).
 pub struct Issued {
     pub access_token: String,
     pub expires_in: u64,
@@ -202,8 +201,10 @@ impl Delegations {
     }
 }
 
-/// `grant_type`, `subject_token_type` and `requested_token_type` as RFC 8693 has them.
-fn check_types(request: &ExchangeRequest) -> Result<(), ExchangeError> {
+/// `grant_type`, `subject_token_type` and `requested_token_type` as RFC 8693 has them
+/// (checked again by [`Delegations::exchange`]; a transport checks them first, before the
+/// subject token, so that another grant is `unsupported_grant_type` whatever else is sent).
+pub fn check_types(request: &ExchangeRequest) -> Result<(), ExchangeError> {
     match request.grant_type.as_deref() {
         Some(TOKEN_EXCHANGE_GRANT) => {}
         Some(other) => {
@@ -293,20 +294,31 @@ fn payload(
     kept: &[ScopeItem],
     (now, exp): (i64, i64),
 ) -> Map<String, Value> {
-    let (origin, mut scopes) = match Chain::of(claims) {
+    // The claims the chain started from, every scope so far, and every level's per-token
+    // claims so far (the subject's last).
+    let (origin, mut scopes, tokens) = match Chain::of(claims) {
         Some(Ok(chain)) => {
             let n = chain.scopes.len();
-            (level_claims(claims, n, 0), chain.scopes)
+            let tokens = claims
+                .get(DELEGATION_CLAIM)
+                .and_then(|chain| chain.get("tokens"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            (level_claims(claims, n, 0), chain.scopes, tokens)
         }
         // A caller's claims carry a readable chain or none (the verifier makes them).
         Some(Err(())) | None => {
             let mut origin = claims.clone();
             origin.remove(DELEGATION_CLAIM);
-            (origin, Vec::new())
+            let tokens = vec![per_token(&origin)];
+            (origin, Vec::new(), tokens)
         }
     };
     scopes.push(kept.to_vec());
-    let chain = Chain { scopes }.to_claim();
+    let mut carried = Chain { scopes }.to_claim();
+    carried["tokens"] = Value::Array(tokens);
+    carried["claims"] = Value::Object(origin.clone());
     let mut act = Map::new();
     if let Some(sub) = claims.get("sub") {
         act.insert("sub".to_owned(), sub.clone());
@@ -327,8 +339,6 @@ fn payload(
     payload.insert("jti".to_owned(), json!(uuid::Uuid::new_v4().to_string()));
     payload.insert(ACT_CLAIM.to_owned(), Value::Object(act));
     payload.insert("scope".to_owned(), json!(scope.join(" ")));
-    let mut carried = chain;
-    carried["claims"] = Value::Object(origin);
     payload.insert(DELEGATION_CLAIM.to_owned(), carried);
     payload
 }

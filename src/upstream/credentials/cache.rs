@@ -103,7 +103,8 @@ impl TokenCache {
         }
         match issue().await {
             Ok((bearer, usable_for)) => {
-                let until = Instant::now() + usable_for;
+                let issued = Instant::now();
+                let until = issued.checked_add(usable_for).unwrap_or(issued);
                 held.token = Some(Token {
                     bearer: Arc::clone(&bearer),
                     until,

@@ -35,11 +35,19 @@ pub(super) enum Grant<'a> {
 }
 
 /// A token the endpoint issued.
-#[derive(Debug)]
 pub(super) struct Issued {
     pub access_token: String,
     /// `expires_in`, when the endpoint said.
     pub lifetime: Option<Duration>,
+}
+
+/// Without the token.
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("lifetime", &self.lifetime)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why there is no token. Messages never quote the endpoint's URL or the client's secret.

@@ -28,6 +28,10 @@ pub const UNSTATED_LIFETIME: Duration = Duration::from_secs(60);
 /// shorter): a call that starts with it must not reach the upstream with it expired.
 pub const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 
+/// A token is used for a day at most, whatever its endpoint says (an `expires_in` of 2^64 − 1
+/// seconds is an answer too).
+pub const LONGEST_USE: Duration = Duration::from_secs(24 * 3600);
+
 /// Who a call is made for: what a token exchange presents, and whom its token is kept for.
 #[derive(Clone, Copy)]
 pub struct OnBehalf<'a> {
@@ -151,7 +155,7 @@ impl Credentials {
 fn usable_for(lifetime: Option<Duration>, caller_expires_at: Option<i64>, now: i64) -> Duration {
     let lifetime = lifetime.unwrap_or(UNSTATED_LIFETIME);
     let margin = EXPIRY_MARGIN.min(lifetime / 10);
-    let mut usable = lifetime.saturating_sub(margin);
+    let mut usable = lifetime.saturating_sub(margin).min(LONGEST_USE);
     if let Some(exp) = caller_expires_at {
         let left = u64::try_from(exp.saturating_sub(now)).unwrap_or(0);
         usable = usable.min(Duration::from_secs(left));
@@ -244,6 +248,7 @@ mod tests {
         assert_eq!(usable_for(None, None, 0), secs(54));
         assert_eq!(usable_for(Some(secs(3600)), Some(1_000), 900), secs(100));
         assert_eq!(usable_for(Some(secs(3600)), Some(800), 900), secs(0));
+        assert_eq!(usable_for(Some(secs(u64::MAX)), None, 0), LONGEST_USE);
     }
 
     #[test]
