@@ -203,11 +203,7 @@ fn endpoint_problem(url: &str) -> Option<&'static str> {
         Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
         None => authority.split(':').next().unwrap_or_default(),
     };
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host == "::1"
-        || host
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let loopback = host.eq_ignore_ascii_case("localhost") || host == "::1" || is_loopback_v4(host);
     if scheme.eq_ignore_ascii_case("http") && !loopback {
         return Some(
             "must be https:// (the client secret, and for token_exchange the caller's token, \
@@ -215,6 +211,16 @@ fn endpoint_problem(url: &str) -> Option<&'static str> {
         );
     }
     None
+}
+
+/// `127.x.y.z`, four decimal octets.
+fn is_loopback_v4(host: &str) -> bool {
+    let octets: Vec<&str> = host.split('.').collect();
+    octets.len() == 4
+        && octets[0] == "127"
+        && octets
+            .iter()
+            .all(|octet| !octet.is_empty() && octet.len() <= 3 && octet.parse::<u8>().is_ok())
 }
 
 /// Form values must be printable: a control character in one is a config mistake.
@@ -320,6 +326,8 @@ mod tests {
             "http://10.0.0.1/token",
             "https://user:pass@idp.example.com/token",
             "http://localhost.evil.com/token",
+            "http://127.0.0.1.evil.com/token",
+            "http://127.0.0.256/token",
         ] {
             assert!(endpoint_problem(bad).is_some(), "{bad}");
         }
