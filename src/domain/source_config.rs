@@ -90,6 +90,9 @@ pub struct CallSettings {
     /// `config.auth`: how calls authenticate upstream (static when the config is unusable:
     /// such a source's calls fail on `import` before any credential is asked for).
     pub auth: UpstreamAuth,
+    /// A digest of `config.auth` as written: what tokens issued for this source are kept
+    /// under, so that an edited `auth` never reuses them (made once per snapshot, not per call).
+    pub auth_digest: [u8; 32],
     /// What state derived from the config was made from: an `openapi` source's config and
     /// last change (its document); an `mcp` source's URL and headers (its sessions).
     pub version: [u8; 32],
@@ -119,6 +122,7 @@ impl CallSettings {
             import,
             base_url: base_url(source).map(str::to_owned),
             auth,
+            auth_digest: digest(source.config.get("auth").unwrap_or(&Value::Null)),
             version,
         }
     }

@@ -33,6 +33,7 @@ use crate::domain::claims::Claims;
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::mcp::{McpCatalog, Named};
 use crate::domain::snapshot::Snapshot;
+use crate::domain::source_config::UpstreamAuth;
 use crate::upstream::{ArgumentError, CallResult, OnBehalf, Upstream};
 
 /// What prefixes a cursor's tool id, so that a cursor of another kind is refused.
@@ -234,9 +235,12 @@ impl McpTools {
         let (source, settings) = snapshot
             .call_settings(&named.tool.source_id)
             .ok_or(Refused::UnknownTool)?;
-        let identity = caller.identity();
+        // Only a token exchange needs to know who the caller is (its cache key, its upstream
+        // session): a call of any other source pays nothing for it.
+        let identity =
+            matches!(settings.auth, UpstreamAuth::TokenExchange(_)).then(|| caller.identity());
         let on_behalf = OnBehalf {
-            identity: &identity,
+            identity: identity.as_deref().unwrap_or_default(),
             token: caller.token_text(),
             expires_at: caller.expires_at(),
         };

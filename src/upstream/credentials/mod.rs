@@ -98,7 +98,7 @@ impl Credentials {
             Grant::Exchange { .. } => caller.map(|caller| caller.identity),
             Grant::ClientCredentials => None,
         };
-        let key = key(name, source, identity);
+        let key = key(name, &source.id, &settings.auth_digest, identity);
         let cap = caller
             .and_then(|caller| caller.expires_at)
             .filter(|_| identity.is_some());
@@ -163,23 +163,18 @@ fn usable_for(lifetime: Option<Duration>, caller_expires_at: Option<i64>, now: i
     usable
 }
 
-/// The cache key: the grant, the source, its `auth` config as it is now, and the identity a
-/// token exchange was made for. Length-prefixed parts, so no two inputs hash alike.
-fn key(grant: &str, source: &Source, identity: Option<&str>) -> cache::Key {
-    let config = source
-        .config
-        .get("auth")
-        .map(serde_json::Value::to_string)
-        .unwrap_or_default();
+/// The cache key: the grant, the source, a digest of its `auth` config as it is now, and the
+/// identity a token exchange was made for. Length-prefixed parts, so no two inputs hash alike.
+fn key(grant: &str, source_id: &str, auth_digest: &[u8; 32], identity: Option<&str>) -> cache::Key {
     let mut hasher = blake3::Hasher::new();
     for part in [
-        grant,
-        source.id.as_str(),
-        config.as_str(),
-        identity.unwrap_or(""),
+        grant.as_bytes(),
+        source_id.as_bytes(),
+        auth_digest,
+        identity.unwrap_or("").as_bytes(),
     ] {
         hasher.update(&(part.len() as u64).to_le_bytes());
-        hasher.update(part.as_bytes());
+        hasher.update(part);
     }
     *hasher.finalize().as_bytes()
 }
@@ -253,20 +248,20 @@ mod tests {
 
     #[test]
     fn keys_part_identities_grants_and_configs() {
-        let source = |auth: serde_json::Value| {
-            let mut source: Source =
-                serde_json::from_value(serde_json::json!({"id": "s", "name": "s", "type": "mcp"}))
-                    .expect("a source");
-            source.config.insert("auth".to_owned(), auth);
-            source
+        let digest = |auth: serde_json::Value| {
+            let source: Source = serde_json::from_value(serde_json::json!(
+                {"id": "s", "name": "s", "type": "mcp", "config": {"url": "http://x", "auth": auth}}))
+            .expect("a source");
+            CallSettings::of(&source).auth_digest
         };
-        let a = source(serde_json::json!({"type": "token_exchange", "client_id": "1"}));
-        let b = source(serde_json::json!({"type": "token_exchange", "client_id": "2"}));
-        let ka = key("token_exchange", &a, Some("alice"));
-        assert_ne!(ka, key("token_exchange", &a, Some("bob")));
-        assert_ne!(ka, key("token_exchange", &b, Some("alice")));
-        assert_ne!(ka, key("client_credentials", &a, Some("alice")));
-        assert_eq!(ka, key("token_exchange", &a, Some("alice")));
+        let a = digest(serde_json::json!({"type": "token_exchange", "client_id": "1"}));
+        let b = digest(serde_json::json!({"type": "token_exchange", "client_id": "2"}));
+        let ka = key("token_exchange", "s", &a, Some("alice"));
+        assert_ne!(ka, key("token_exchange", "s", &a, Some("bob")));
+        assert_ne!(ka, key("token_exchange", "s", &b, Some("alice")));
+        assert_ne!(ka, key("client_credentials", "s", &a, Some("alice")));
+        assert_ne!(ka, key("token_exchange", "t", &a, Some("alice")));
+        assert_eq!(ka, key("token_exchange", "s", &a, Some("alice")));
     }
 
     #[test]
