@@ -53,7 +53,11 @@ impl DelegationLayer {
             max_lifetime_secs: section.max_lifetime_secs,
             key_rotation_secs: section.key_rotation_secs,
         }
-        .checked(&[named("max_lifetime_secs"), named("key_rotation_secs")])
+        .checked(&[
+            named("max_depth"),
+            named("max_lifetime_secs"),
+            named("key_rotation_secs"),
+        ])
     }
 
     /// From the environment.
@@ -65,17 +69,26 @@ impl DelegationLayer {
             max_lifetime_secs: number(lifetime)?,
             key_rotation_secs: number(rotation)?,
         }
-        .checked(&[lifetime.to_owned(), rotation.to_owned()])
+        .checked(&[depth.to_owned(), lifetime.to_owned(), rotation.to_owned()])
     }
 
-    /// A lifetime of at least a second, a rotation of at least a minute (`names`: the two
-    /// settings as named in messages).
-    fn checked(self, names: &[String; 2]) -> Result<DelegationLayer, ConfigError> {
+    /// A depth the evaluator reads, a lifetime and a rotation within their bounds (`names`: the
+    /// three settings as named in messages).
+    fn checked(self, names: &[String; 3]) -> Result<DelegationLayer, ConfigError> {
+        let most = crate::domain::delegation::MAX_LEVELS as u64;
+        if let Some(depth) = self.max_depth
+            && depth > most
+        {
+            return Err(ConfigError::invalid(
+                &names[0],
+                format!("must be at most {most}, found {depth}"),
+            ));
+        }
         if let Some(lifetime) = self.max_lifetime_secs
             && !(1..=MAX_LIFETIME_SECS).contains(&lifetime)
         {
             return Err(ConfigError::invalid(
-                &names[0],
+                &names[1],
                 format!("must be 1 to {MAX_LIFETIME_SECS} seconds, found {lifetime}"),
             ));
         }
@@ -83,7 +96,7 @@ impl DelegationLayer {
             && !(MIN_ROTATION_SECS..=MAX_ROTATION_SECS).contains(&rotation)
         {
             return Err(ConfigError::invalid(
-                &names[1],
+                &names[2],
                 format!(
                     "must be {MIN_ROTATION_SECS} to {MAX_ROTATION_SECS} seconds, found {rotation}"
                 ),
@@ -124,7 +137,7 @@ mod tests {
 
     #[test]
     fn bounds_are_checked_and_layers_overlay() {
-        let names = ["a".to_owned(), "b".to_owned()];
+        let names = ["d".to_owned(), "a".to_owned(), "b".to_owned()];
         let layer = |lifetime, rotation| DelegationLayer {
             max_depth: Some(0),
             max_lifetime_secs: lifetime,
@@ -134,6 +147,11 @@ mod tests {
         assert!(layer(None, Some(59)).checked(&names).is_err());
         assert!(layer(Some(86_401), None).checked(&names).is_err());
         assert!(layer(None, Some(u64::MAX)).checked(&names).is_err());
+        let deep = DelegationLayer {
+            max_depth: Some(33),
+            ..DelegationLayer::default()
+        };
+        assert!(deep.checked(&names).is_err());
         let settings = layer(Some(60), Some(60))
             .overlaid_by(DelegationLayer {
                 max_depth: Some(3),

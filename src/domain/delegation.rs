@@ -46,6 +46,9 @@ pub fn per_token(claims: &Claims) -> Value {
     Value::Object(own)
 }
 
+/// The longest chain read: far beyond any `TOOLGATE_DELEGATION_MAX_DEPTH` in use.
+pub const MAX_LEVELS: usize = 32;
+
 /// One item of a delegation scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ScopeItem {
@@ -90,7 +93,9 @@ impl Chain {
 
     fn read(claim: &Value) -> Option<Chain> {
         let scopes = claim.get("scopes")?.as_array()?;
-        if scopes.is_empty() {
+        // Each level costs a claim evaluation: a chain longer than any the gateway mints (an
+        // admin's preview claims) is unreadable, which keeps nothing.
+        if scopes.is_empty() || scopes.len() > MAX_LEVELS {
             return None;
         }
         let scopes = scopes
@@ -250,6 +255,12 @@ mod tests {
             assert_eq!(chain(bad.clone()), Some(Err(())), "{bad}");
         }
         assert_eq!(chain(json!(null)), None, "null is absent");
+        let long = vec![vec!["tool:a"]; MAX_LEVELS + 1];
+        assert_eq!(
+            chain(json!({"scopes": long})),
+            Some(Err(())),
+            "too long: keeps nothing"
+        );
         assert_eq!(Chain::of(&claims_of(json!({"sub": "a"}))), None);
     }
 }

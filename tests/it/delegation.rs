@@ -103,18 +103,20 @@ async fn exchange(gateway: &Gateway, fields: &[(&str, &str)]) -> (StatusCode, Va
     (status, serde_json::from_slice(&body).expect("JSON"))
 }
 
+/// The standard exchange of `subject` for a child keeping `scope`: the status and answer.
+async fn ask(gateway: &Gateway, subject: &str, scope: &str) -> (StatusCode, Value) {
+    let fields = [
+        ("grant_type", EXCHANGE),
+        ("subject_token", subject),
+        ("subject_token_type", ACCESS),
+        ("scope", scope),
+    ];
+    exchange(gateway, &fields).await
+}
+
 /// A child of `parent` keeping `scope`; panics unless issued.
 async fn delegate(gateway: &Gateway, parent: &str, scope: &str) -> (String, Value) {
-    let (status, body) = exchange(
-        gateway,
-        &[
-            ("grant_type", EXCHANGE),
-            ("subject_token", parent),
-            ("subject_token_type", ACCESS),
-            ("scope", scope),
-        ],
-    )
-    .await;
+    let (status, body) = ask(gateway, parent, scope).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     (
         body["access_token"].as_str().expect("a token").to_owned(),
@@ -300,16 +302,7 @@ async fn chains_narrow_again_stop_at_the_maximum_depth_and_never_pass_the_admin_
         json!({"sub": "orchestrator", "act": {"sub": "orchestrator"}})
     );
     // Depth 3 is past the default maximum of 2.
-    let (status, body) = exchange(
-        &gateway,
-        &[
-            ("grant_type", EXCHANGE),
-            ("subject_token", &grandchild),
-            ("subject_token_type", ACCESS),
-            ("scope", "tool:crm:write"),
-        ],
-    )
-    .await;
+    let (status, body) = ask(&gateway, &grandchild, "tool:crm:write").await;
     assert_eq!(
         (status, body["error"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_request"))
@@ -444,16 +437,7 @@ async fn bad_requests_get_oauth_errors() {
     );
     // A token without the role sees nothing, so can delegate nothing.
     let stranger = Gateway::token(json!({"sub": "x"}));
-    let (status, body) = exchange(
-        &gateway,
-        &[
-            ("grant_type", EXCHANGE),
-            ("subject_token", &stranger),
-            ("subject_token_type", ACCESS),
-            ("scope", "tool:crm:read"),
-        ],
-    )
-    .await;
+    let (status, body) = ask(&gateway, &stranger, "tool:crm:read").await;
     assert_eq!(
         (status, body["error"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_scope"))
