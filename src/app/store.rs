@@ -16,7 +16,10 @@ use crate::store::mongo::{CommitPathChoice, MongoStore};
 #[derive(Debug, Clone)]
 pub enum StoreConfig {
     /// A redb file in this folder: one instance at a time.
-    Embedded { data_dir: PathBuf },
+    Embedded {
+        data_dir: PathBuf,
+        backup_keep: usize,
+    },
     /// A MongoDB database, shared by any number of instances. `Debug` redacts the URI.
     Mongo { uri: Secret, database: String },
 }
@@ -31,6 +34,7 @@ impl StoreConfig {
             },
             None => StoreConfig::Embedded {
                 data_dir: settings.data_dir.clone(),
+                backup_keep: settings.backup_keep,
             },
         }
     }
@@ -43,12 +47,15 @@ impl StoreConfig {
     /// Opens the store; for MongoDB, also applies the migrations not yet applied.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn CatalogStore>> {
         match self {
-            StoreConfig::Embedded { data_dir } => {
+            StoreConfig::Embedded {
+                data_dir,
+                backup_keep,
+            } => {
                 let data_dir = data_dir.clone();
                 let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&data_dir))
                     .await
                     .context("opening the embedded store")??;
-                Ok(Arc::new(store))
+                Ok(Arc::new(store.keeping_backups(*backup_keep)))
             }
             StoreConfig::Mongo { uri, database } => {
                 let store = MongoStore::open(uri.expose(), database, CommitPathChoice::Detect)

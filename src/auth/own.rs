@@ -312,10 +312,11 @@ pub(super) fn delegated_claims(
     }
     tokens.push(own);
     claims.insert(ACT_CLAIM.to_owned(), act);
-    claims.insert(
-        DELEGATION_CLAIM.to_owned(),
-        json!({ "scopes": scopes, "tokens": tokens }),
-    );
+    let mut chain_claim = json!({ "scopes": scopes, "tokens": tokens });
+    if let Some(carried) = chain.get(crate::domain::delegation::CARRIED) {
+        chain_claim[crate::domain::delegation::CARRIED] = carried.clone();
+    }
+    claims.insert(DELEGATION_CLAIM.to_owned(), chain_claim);
     Ok(claims)
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "config/toolgate.toml";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default folder of the embedded store.
 pub const DEFAULT_DATA_DIR: &str = "./data";
+/// Backups of the embedded store kept in its `backups` folder.
+pub const DEFAULT_BACKUP_KEEP: u64 = 10;
 /// Default MongoDB database name.
 pub const DEFAULT_MONGODB_DATABASE: &str = "toolgate";
 /// Default clock-skew leeway for `exp`/`nbf`, in seconds.

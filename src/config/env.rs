@@ -16,6 +16,7 @@ pub const KNOWN_VARIABLES: &[&str] = &[
     "TOOLGATE_CONFIG",
     "TOOLGATE_LISTEN",
     "TOOLGATE_DATA_DIR",
+    "TOOLGATE_BACKUP_KEEP",
     "TOOLGATE_SEED",
     "TOOLGATE_JWT_SECRET",
     "TOOLGATE_JWKS_URL",
@@ -68,6 +69,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
     Ok(Layer {
         listen: vars.parsed("TOOLGATE_LISTEN", layer::listen_address)?,
         data_dir: env.get("TOOLGATE_DATA_DIR").map(PathBuf::from),
+        backup_keep: vars.positive("TOOLGATE_BACKUP_KEEP")?,
         seed: env.get("TOOLGATE_SEED").map(PathBuf::from),
         jwt_secret: env.get("TOOLGATE_JWT_SECRET").map(Secret::new),
         jwks_url: text("TOOLGATE_JWKS_URL"),

@@ -43,6 +43,7 @@ struct FileConfig {
 struct ServerSection {
     listen: Option<String>,
     data_dir: Option<PathBuf>,
+    backup_keep: Option<u64>,
     seed: Option<PathBuf>,
     revision_poll_secs: Option<u64>,
 }
@@ -196,6 +197,7 @@ fn server(layer: &mut Layer, section: ServerSection, at: &At) -> Result<(), Conf
         .map(|text| layer::listen_address(&at.named("server.listen"), &text))
         .transpose()?;
     layer.data_dir = section.data_dir.filter(|p| !p.as_os_str().is_empty());
+    layer.backup_keep = at.positive("server.backup_keep", section.backup_keep)?;
     layer.seed = section.seed.filter(|p| !p.as_os_str().is_empty());
     layer.revision_poll_secs =
         at.positive("server.revision_poll_secs", section.revision_poll_secs)?;

@@ -19,6 +19,7 @@ use crate::telemetry::OtlpProtocol;
 pub(super) struct Layer {
     pub listen: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
+    pub backup_keep: Option<u64>,
     pub seed: Option<PathBuf>,
     pub jwt_secret: Option<Secret>,
     pub jwks_url: Option<String>,
@@ -79,6 +80,7 @@ impl Layer {
         Layer {
             listen: higher.listen.or(self.listen),
             data_dir: higher.data_dir.or(self.data_dir),
+            backup_keep: higher.backup_keep.or(self.backup_keep),
             seed: higher.seed.or(self.seed),
             jwt_secret: higher.jwt_secret.or(self.jwt_secret),
             jwks_url: higher.jwks_url.or(self.jwks_url),

@@ -74,6 +74,9 @@ pub struct Settings {
     pub config_file: Option<PathBuf>,
     /// Folder of the embedded (redb) store; relative paths are relative to the working folder.
     pub data_dir: PathBuf,
+    /// How many backups of the embedded store `POST /admin/backup` keeps (the oldest beyond
+    /// are removed after each new one).
+    pub backup_keep: usize,
     /// Catalog file (JSON or YAML) loaded into an empty store at start.
     pub seed: Option<PathBuf>,
     /// Started with `--dev`: the server prints the secret and sample tokens.
@@ -223,6 +226,7 @@ impl Settings {
             data_dir: layer
                 .data_dir
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            backup_keep: saturating_usize(layer.backup_keep.unwrap_or(DEFAULT_BACKUP_KEEP)),
             seed: layer.seed,
             dev_mode,
             jwt_secret: layer.jwt_secret,

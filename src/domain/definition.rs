@@ -160,26 +160,89 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// The texts and schema of a definition that [`nearly_same`] compares.
+/// The texts and schema of a definition that [`nearly_same`] compares, each as a
+/// fixed-size [`Sketch`]: comparing two shapes costs the same whatever the size of the
+/// definitions (a refresh compares up to `renames::MAX_COMPARISONS` pairs).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Shape {
     /// An OpenAPI operation's method: another method is another tool.
     method: Option<String>,
     /// Lowercased words of the description and title.
-    words: BTreeSet<String>,
+    words: Sketch,
     /// `path:type` of every property of the input schema, nested ones included.
-    properties: BTreeSet<String>,
+    properties: Sketch,
 }
 
 /// How alike two shapes must be, each part, to be one tool renamed: a renamer cannot dodge
 /// this by editing a word or two, or adding a property.
 const NEARLY: f64 = 0.75;
 
+/// How many hashes a [`Sketch`] keeps.
+pub const SKETCH_SIZE: usize = 128;
+
+/// A set of strings as the [`SKETCH_SIZE`] smallest 64-bit hashes of its members (a bottom-k
+/// sketch, Broder 1997): the whole set when it has no more members, so that the Jaccard
+/// similarity of two small sets is exact, and an unbiased estimate of it otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Sketch {
+    /// Ascending, distinct, at most [`SKETCH_SIZE`].
+    hashes: Vec<u64>,
+    /// Whether every member's hash is kept.
+    complete: bool,
+}
+
+impl Sketch {
+    fn of<S: AsRef<str>>(members: impl IntoIterator<Item = S>) -> Sketch {
+        let mut hashes: Vec<u64> = members
+            .into_iter()
+            .map(|member| {
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(member.as_ref(), &mut hasher);
+                std::hash::Hasher::finish(&hasher)
+            })
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        let complete = hashes.len() <= SKETCH_SIZE;
+        hashes.truncate(SKETCH_SIZE);
+        Sketch { hashes, complete }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    /// The Jaccard similarity of the two sets: exact when both sketches are complete; else
+    /// the share of the [`SKETCH_SIZE`] smallest hashes of the union that both sets hold.
+    fn jaccard(&self, other: &Sketch) -> f64 {
+        if self.hashes.is_empty() && other.hashes.is_empty() {
+            return 1.0;
+        }
+        let exact = self.complete && other.complete;
+        let (a, b) = (&self.hashes, &other.hashes);
+        let (mut i, mut j, mut union, mut shared) = (0, 0, 0usize, 0usize);
+        while (i < a.len() || j < b.len()) && (exact || union < SKETCH_SIZE) {
+            match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) if x == y => {
+                    shared += 1;
+                    i += 1;
+                    j += 1;
+                }
+                (Some(x), Some(y)) if x < y => i += 1,
+                (Some(_), None) => i += 1,
+                _ => j += 1,
+            }
+            union += 1;
+        }
+        shared as f64 / union as f64
+    }
+}
+
 impl Shape {
-    /// The shape of a definition of either kind.
+    /// The shape of a definition of either kind. Linear in the definition's texts and schema.
     pub fn of(definition: &Value) -> Shape {
         let tool = definition.get("tool").unwrap_or(definition);
-        let mut words = BTreeSet::new();
+        let mut words = Vec::new();
         for key in ["description", "title", "summary"] {
             if let Some(text) = tool.get(key).and_then(Value::as_str) {
                 words.extend(
@@ -201,30 +264,23 @@ impl Shape {
             .map(str::to_owned);
         Shape {
             method,
-            words,
-            properties,
+            words: Sketch::of(words),
+            properties: Sketch::of(properties),
         }
     }
 }
 
 /// Whether two definitions are nearly the same tool: the same method (OpenAPI), descriptions
-/// that share most words and input schemas most properties (Jaccard ≥ 0.75 each). Tools
-/// without any text are never nearly the same (only an exact match pairs them).
+/// that share most words and input schemas most properties (Jaccard ≥ 0.75 each, estimated
+/// by [`Sketch`] past [`SKETCH_SIZE`] distinct words or properties). Tools without any text
+/// are never nearly the same (only an exact match pairs them). Costs at most a few
+/// [`SKETCH_SIZE`] steps, whatever the definitions.
 pub fn nearly_same(a: &Shape, b: &Shape) -> bool {
     a.method == b.method
         && !a.words.is_empty()
         && !b.words.is_empty()
-        && jaccard(&a.words, &b.words) >= NEARLY
-        && jaccard(&a.properties, &b.properties) >= NEARLY
-}
-
-fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    let shared = a.intersection(b).count();
-    let all = a.len() + b.len() - shared;
-    shared as f64 / all as f64
+        && a.properties.jaccard(&b.properties) >= NEARLY
+        && a.words.jaccard(&b.words) >= NEARLY
 }
 
 /// Deep enough for any real schema; a deeper one is compared on what is above.

@@ -76,11 +76,32 @@ impl ScopeItem {
     }
 }
 
+/// The member of [`CLAIM`] listing the claim paths (as segments) whose values the chain
+/// carries from the claims it started from: only what the policies read when it was made, and
+/// `sub` and `aud`, so that a sub-agent does not read its parent's e-mail address or groups out
+/// of its own token. Absent in chains made before it was recorded (they carry every claim).
+pub const CARRIED: &str = "carried";
+
 /// The scopes of a delegation chain, oldest first, as [`CLAIM`] carries them; `Err` when the
 /// claim is there but cannot be read (which restricts to nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chain {
     pub scopes: Vec<Vec<ScopeItem>>,
+    /// The claim paths the chain carries ([`CARRIED`]); `None`: every claim.
+    pub carried: Option<Vec<Vec<String>>>,
+}
+
+/// Whether a claim path is of a delegation's own making, not of the claims it started from:
+/// `act`, [`CLAIM`] and the [`PER_TOKEN`] claims, which every token carries for itself.
+pub fn is_own_path(segments: &[String]) -> bool {
+    segments
+        .first()
+        .is_some_and(|first| first == ACT || first == CLAIM || PER_TOKEN.contains(&first.as_str()))
+}
+
+/// Whether `carried` holds the value at `path`: one of them is `path` or a prefix of it.
+pub fn covers(carried: &[Vec<String>], path: &[String]) -> bool {
+    carried.iter().any(|c| path.starts_with(c))
 }
 
 impl Chain {
@@ -108,7 +129,22 @@ impl Chain {
                     .collect::<Option<Vec<_>>>()
             })
             .collect::<Option<Vec<_>>>()?;
-        Some(Chain { scopes })
+        let carried = match claim.get(CARRIED) {
+            None => None,
+            Some(paths) => Some(
+                paths
+                    .as_array()?
+                    .iter()
+                    .map(|path| {
+                        path.as_array()?
+                            .iter()
+                            .map(|segment| segment.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<String>>>()
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        };
+        Some(Chain { scopes, carried })
     }
 
     /// The claim value for these scopes.
@@ -118,7 +154,11 @@ impl Chain {
             .iter()
             .map(|scope| scope.iter().map(ScopeItem::to_text).collect())
             .collect();
-        serde_json::json!({ "scopes": scopes })
+        let mut claim = serde_json::json!({ "scopes": scopes });
+        if let Some(carried) = &self.carried {
+            claim[CARRIED] = serde_json::json!(carried);
+        }
+        claim
     }
 }
 
@@ -170,6 +210,17 @@ impl Snapshot {
             Ok(chain) => chain,
             Err(()) => return Some(FixedBitSet::with_capacity(self.tools.len())),
         };
+        // A policy reading a claim the chain does not carry (written after the token was made)
+        // cannot be decided for it: such a token holds nothing rather than what a claim it
+        // lacks might have taken away.
+        if let Some(carried) = &chain.carried
+            && self
+                .read_paths()
+                .iter()
+                .any(|path| !is_own_path(path.segments()) && !covers(carried, path.segments()))
+        {
+            return Some(FixedBitSet::with_capacity(self.tools.len()));
+        }
         let n = chain.scopes.len();
         let mut allowed = FixedBitSet::with_capacity(self.tools.len());
         allowed.insert_range(..);
@@ -243,7 +294,8 @@ mod tests {
                 scopes: vec![vec![
                     ScopeItem::Tool("a".to_owned()),
                     ScopeItem::Group("g".to_owned())
-                ]]
+                ]],
+                carried: None,
             }))
         );
         for bad in [

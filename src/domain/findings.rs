@@ -108,7 +108,7 @@ pub struct Context<'c> {
 
 /// Tool names, looked up by the words of a text: a check costs the text's length, not the
 /// text's length times the catalog's size.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolNames {
     names: std::collections::HashSet<String>,
 }
@@ -149,7 +149,40 @@ fn is_identifier(name: &str) -> bool {
 /// Excerpts are cut to this many characters.
 const EXCERPT_CHARS: usize = 80;
 
-/// Every finding on `definition`, in path order, at most one per (rule, path).
+/// Findings kept per rule on one definition. What an admin acknowledges is the rule; a
+/// definition of 80,000 credential properties says no more with 80,000 findings than with
+/// this many, and its revision stays small. Every rule keeps its own share, so a flood of one
+/// rule never hides another.
+pub const MAX_FINDINGS_PER_RULE: usize = 32;
+
+/// The findings on one definition as they are found: at most one per (rule, path), at most
+/// [`MAX_FINDINGS_PER_RULE`] per rule, so that adding one costs the same whatever came before.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    list: Vec<Finding>,
+    per_rule: [usize; Rule::ALL.len()],
+}
+
+impl Findings {
+    fn push(&mut self, rule: Rule, path: &str, excerpt: &str) {
+        let index = Rule::ALL.iter().position(|r| *r == rule).unwrap_or(0);
+        if self.per_rule[index] >= MAX_FINDINGS_PER_RULE
+            || self.list.iter().any(|f| f.rule == rule && f.path == path)
+        {
+            return;
+        }
+        self.per_rule[index] += 1;
+        self.list.push(Finding {
+            rule,
+            severity: rule.severity(),
+            path: path.to_owned(),
+            excerpt: excerpt_of(excerpt),
+        });
+    }
+}
+
+/// Every finding on `definition`, in path order, at most one per (rule, path) and
+/// [`MAX_FINDINGS_PER_RULE`] per rule. Linear in the definition's size.
 pub fn check(definition: &Value, context: &Context<'_>) -> Vec<Finding> {
     check_parts(definition, &[], context)
 }
@@ -161,18 +194,19 @@ pub fn check_parts(
     parts: &[(&str, &Value)],
     context: &Context<'_>,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
+    let mut findings = Findings::default();
     walk(definition, &mut String::new(), context, &mut findings);
     for (key, value) in parts {
         let mut path = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
         walk(value, &mut path, context, &mut findings);
     }
     annotations(definition, context, &mut findings);
+    let mut findings = findings.list;
     findings.sort_by(|a, b| a.path.cmp(&b.path));
     findings
 }
 
-fn walk(value: &Value, path: &mut String, context: &Context<'_>, out: &mut Vec<Finding>) {
+fn walk(value: &Value, path: &mut String, context: &Context<'_>, out: &mut Findings) {
     match value {
         Value::String(text) => texts::check(text, path, context, out),
         Value::Array(items) => {
@@ -203,15 +237,15 @@ fn walk(value: &Value, path: &mut String, context: &Context<'_>, out: &mut Vec<F
 
 /// The rules on a schema property's name: a credential asked for, the model's own context
 /// asked for, a secret file named.
-fn property_name(key: &str, path: &str, out: &mut Vec<Finding>) {
+fn property_name(key: &str, path: &str, out: &mut Findings) {
     if credentials::asks_for(key) {
-        push(out, Rule::CredentialParameter, path, key);
+        out.push(Rule::CredentialParameter, path, key);
     }
     if credentials::asks_for_context(key) {
-        push(out, Rule::ModelDirected, path, key);
+        out.push(Rule::ModelDirected, path, key);
     }
     if texts::names_a_secret(key) {
-        push(out, Rule::SecretPath, path, key);
+        out.push(Rule::SecretPath, path, key);
     }
 }
 
@@ -221,51 +255,40 @@ fn path_is_property(path: &str) -> bool {
         .is_some_and(|(parent, _)| parent.ends_with("/properties"))
 }
 
-fn push(out: &mut Vec<Finding>, rule: Rule, path: &str, excerpt: &str) {
-    if out.iter().any(|f| f.rule == rule && f.path == path) {
-        return;
-    }
-    out.push(Finding {
-        rule,
-        severity: rule.severity(),
-        path: path.to_owned(),
-        excerpt: excerpt_of(excerpt),
-    });
+/// `text` with every character a reader would not see ([`normal::is_hidden_after`]: tags,
+/// zero-width, variation selectors, bidirectional and other format controls, control
+/// characters) shown as `U+XXXX`: how a definition, and every catalog or caller string the
+/// console prints, is shown to the admin, so that it cannot hide from, or reorder itself
+/// before, the reviewer.
+pub fn visible(text: &str) -> String {
+    shown(text, usize::MAX)
 }
 
-/// `text` with every character a reader would not see (tags, zero-width, bidirectional controls,
-/// control characters) shown as `U+XXXX`: how a definition is shown to the admin who reviews it,
-/// so that it cannot hide from, or reorder itself before, the reviewer.
-pub fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if texts::is_hidden(c) {
+/// [`visible`] of at most `max_chars` characters of `text`, `…` after a cut.
+fn shown(text: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
+    let mut previous = None;
+    for (i, c) in text.chars().enumerate() {
+        if i == max_chars {
+            out.push('…');
+            break;
+        }
+        if normal::is_hidden_after(previous, c) {
             out.push_str(&format!("U+{:04X}", u32::from(c)));
         } else {
             out.push(c);
         }
+        previous = Some(c);
     }
     out
 }
 
 fn excerpt_of(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == EXCERPT_CHARS {
-            out.push('…');
-            break;
-        }
-        if texts::is_hidden(c) {
-            out.push_str(&format!("U+{:04X}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    shown(text, EXCERPT_CHARS)
 }
 
 /// `readOnlyHint: true` / `destructiveHint: false` against a name or method that writes.
-fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>) {
+fn annotations(definition: &Value, context: &Context<'_>, out: &mut Findings) {
     let (annotations, at) = match definition.pointer("/tool/annotations") {
         Some(annotations) => (annotations, "/tool/annotations"),
         None => match definition.get("annotations") {
@@ -295,16 +318,14 @@ fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>
                 .any(|w| m.eq_ignore_ascii_case(w))
         });
     if writes && annotations.get("readOnlyHint") == Some(&Value::Bool(true)) {
-        push(
-            out,
+        out.push(
             Rule::AnnotationContradiction,
             &format!("{at}/readOnlyHint"),
             context.name,
         );
     }
     if deletes && annotations.get("destructiveHint") == Some(&Value::Bool(false)) {
-        push(
-            out,
+        out.push(
             Rule::AnnotationContradiction,
             &format!("{at}/destructiveHint"),
             context.name,
@@ -313,6 +334,7 @@ fn annotations(definition: &Value, context: &Context<'_>, out: &mut Vec<Finding>
 }
 
 mod credentials;
+pub mod normal;
 mod texts;
 
 #[cfg(test)]

@@ -101,26 +101,149 @@ fn mask(value: &mut Value) {
 /// Puts back the stored value wherever `source` holds [`MASK`] in a secret's place (`stored`:
 /// the source as stored, `None` for a new one). Each mask with no stored value at the same
 /// place is an error, its field relative to the source (`config.headers.Authorization`).
+///
+/// A stored secret never follows its source to a new destination: when the write changes
+/// where a secret is sent (the source's type, `config.url`, `config.base_url`, the servers of
+/// an inline `config.spec`; `config.auth.token_endpoint` for the secrets under `config.auth`),
+/// a mask there is an error too, and the admin gives the secret again. Otherwise whoever may
+/// edit a source could have its credentials sent to a host of their choosing.
 pub fn keep_stored(source: &mut Source, stored: Option<&Source>) -> Vec<FieldError> {
+    let moved = stored.and_then(|stored| moved_upstream(source, stored));
+    let token_endpoint = |source: &Source| {
+        source
+            .config
+            .get("auth")
+            .and_then(|auth| auth.get("token_endpoint"))
+            .cloned()
+    };
+    let token_moved = stored
+        .filter(|stored| token_endpoint(source) != token_endpoint(stored))
+        .map(|_| "config.auth.token_endpoint");
     let stored = stored.map(|s| &s.config);
     let mut errors = Vec::new();
     for (key, value) in source.config.iter_mut() {
         let old = stored.and_then(|config| config.get(key));
         let path = format!("config.{key}");
+        let at = Keep {
+            // The client secret goes to the token endpoint only.
+            moved: if key == "auth" { token_moved } else { moved },
+        };
         match value {
             Value::Object(headers) if key == "headers" => {
                 for (name, value) in headers.iter_mut() {
                     let old = old.and_then(|old| old.get(name));
-                    restore(value, old, format!("{path}.{name}"), &mut errors);
+                    at.restore(value, old, format!("{path}.{name}"), &mut errors);
                 }
             }
             value if key == "headers" || is_secret_key(key) => {
-                restore(value, old, path, &mut errors);
+                at.restore(value, old, path, &mut errors);
             }
-            value => restore_nested(value, old, path, &mut errors),
+            value => at.restore_nested(value, old, path, &mut errors),
         }
     }
     errors
+}
+
+/// The first field of `source` that sends its secrets somewhere else than `stored`'s did.
+fn moved_upstream(source: &Source, stored: &Source) -> Option<&'static str> {
+    if source.source_type != stored.source_type {
+        return Some("type");
+    }
+    for (key, field) in [("url", "config.url"), ("base_url", "config.base_url")] {
+        if source.config.get(key) != stored.config.get(key) {
+            return Some(field);
+        }
+    }
+    (servers(source) != servers(stored)).then_some("config.spec (its servers)")
+}
+
+/// The `servers` of `source`'s inline document ([`servers_of`]).
+fn servers(source: &Source) -> Vec<&Value> {
+    let mut found = Vec::new();
+    if let Some(spec) = source.config.get("spec") {
+        servers_of(spec, &mut found, 0);
+    }
+    found
+}
+
+/// The `servers` of an inline OpenAPI document, at any level (document, path, operation); a
+/// document given as text is compared whole (it is not parsed here).
+fn servers_of<'v>(spec: &'v Value, found: &mut Vec<&'v Value>, depth: usize) {
+    match spec {
+        Value::Object(members) if depth < 4 => {
+            for (key, value) in members {
+                if key == "servers" {
+                    found.push(value);
+                } else if depth == 0 && key != "paths" {
+                    continue;
+                } else {
+                    servers_of(value, found, depth + 1);
+                }
+            }
+        }
+        Value::Object(_) => {}
+        other if depth == 0 => found.push(other),
+        _ => {}
+    }
+}
+
+/// Where a mask is put back: `moved` names what sends the secret elsewhere now, if anything.
+struct Keep {
+    moved: Option<&'static str>,
+}
+
+impl Keep {
+    fn restore_nested(
+        &self,
+        value: &mut Value,
+        stored: Option<&Value>,
+        path: String,
+        errors: &mut Vec<FieldError>,
+    ) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    let old = stored.and_then(|old| old.get(key));
+                    let path = format!("{path}.{key}");
+                    if is_secret_key(key) {
+                        self.restore(value, old, path, errors);
+                    } else {
+                        self.restore_nested(value, old, path, errors);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (index, value) in items.iter_mut().enumerate() {
+                    let old = stored.and_then(|old| old.get(index));
+                    self.restore_nested(value, old, format!("{path}[{index}]"), errors);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn restore(
+        &self,
+        value: &mut Value,
+        stored: Option<&Value>,
+        path: String,
+        errors: &mut Vec<FieldError>,
+    ) {
+        if value.as_str() != Some(MASK) {
+            return;
+        }
+        match (stored.filter(|old| !old.is_null()), self.moved) {
+            (Some(_), Some(moved)) => errors.push(FieldError {
+                field: path,
+                message: format!(
+                    "is \"{MASK}\", which keeps the stored secret, but this write changes {moved}: a stored secret is never sent to a new destination; give the value again"
+                ),
+                kind: ErrorKind::Invalid,
+            }),
+            (Some(old), None) => *value = old.clone(),
+            (None, _) => errors.push(mask_error(path)),
+        }
+    }
 }
 
 /// Every place where `source` holds [`MASK`] in a secret's place, as the errors
@@ -206,44 +329,6 @@ fn mask_error(field: String) -> FieldError {
     }
 }
 
-fn restore_nested(
-    value: &mut Value,
-    stored: Option<&Value>,
-    path: String,
-    errors: &mut Vec<FieldError>,
-) {
-    match value {
-        Value::Object(map) => {
-            for (key, value) in map.iter_mut() {
-                let old = stored.and_then(|old| old.get(key));
-                let path = format!("{path}.{key}");
-                if is_secret_key(key) {
-                    restore(value, old, path, errors);
-                } else {
-                    restore_nested(value, old, path, errors);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for (index, value) in items.iter_mut().enumerate() {
-                let old = stored.and_then(|old| old.get(index));
-                restore_nested(value, old, format!("{path}[{index}]"), errors);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn restore(value: &mut Value, stored: Option<&Value>, path: String, errors: &mut Vec<FieldError>) {
-    if value.as_str() != Some(MASK) {
-        return;
-    }
-    match stored.filter(|old| !old.is_null()) {
-        Some(old) => *value = old.clone(),
-        None => errors.push(mask_error(path)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -324,6 +409,75 @@ mod tests {
         // A mask where no secret goes is text like any other.
         expected.insert("plain".to_owned(), json!(MASK));
         assert_eq!(written.config, expected);
+    }
+
+    #[test]
+    fn a_stored_secret_never_follows_a_new_destination() {
+        let stored = serde_json::from_value::<Source>(json!({"id": "s", "name": "s", "type": "openapi",
+            "config": {"url": "https://api.example/openapi.json",
+                "headers": {"Authorization": "Bearer a"},
+                "auth": {"type": "client_credentials", "token_endpoint": "https://idp.example/token",
+                         "client_id": "gw", "client_secret": "s3"}}}))
+        .expect("a source");
+        let masked = redacted(&stored);
+        let with = |change: &dyn Fn(&mut Source)| {
+            let mut written = masked.clone();
+            change(&mut written);
+            let errors: Vec<(String, String)> = keep_stored(&mut written, Some(&stored))
+                .into_iter()
+                .map(|e| (e.field, e.message))
+                .collect();
+            (written, errors)
+        };
+        // Nothing moved: both secrets are kept.
+        let (kept, errors) = with(&|_| {});
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(kept.config, stored.config);
+        // The document moved: the header is not kept, the token endpoint's secret is.
+        let (_, errors) = with(&|s| {
+            s.config
+                .insert("url".into(), json!("https://evil.example/openapi.json"));
+        });
+        assert_eq!(
+            errors.iter().map(|e| e.0.as_str()).collect::<Vec<_>>(),
+            ["config.headers.Authorization"]
+        );
+        assert!(errors[0].1.contains("config.url"), "{errors:?}");
+        // The token endpoint moved: its client secret is not kept, the header is.
+        let (_, errors) = with(&|s| {
+            s.config["auth"]["token_endpoint"] = json!("https://evil.example/token");
+        });
+        assert_eq!(
+            errors.iter().map(|e| e.0.as_str()).collect::<Vec<_>>(),
+            ["config.auth.client_secret"]
+        );
+        // Calls go to another server (base_url, the type): nothing is kept.
+        for change in [
+            &(|s: &mut Source| {
+                s.config
+                    .insert("base_url".into(), json!("https://evil.example"));
+            }) as &dyn Fn(&mut Source),
+            &|s: &mut Source| s.source_type = "mcp".into(),
+        ] {
+            let (_, errors) = with(change);
+            assert!(
+                errors.iter().any(|e| e.0 == "config.headers.Authorization"),
+                "{errors:?}"
+            );
+        }
+        // The servers of an inline document, at any level.
+        let inline = |servers: Value| {
+            serde_json::from_value::<Source>(json!({"id": "s", "name": "s", "type": "openapi",
+                "config": {"spec": {"openapi": "3.0.0", "servers": [{"url": "https://api.example"}],
+                    "paths": {"/a": {"get": {"servers": servers}}}},
+                    "headers": {"Authorization": "Bearer a"}}}))
+            .expect("a source")
+        };
+        let stored = inline(json!([{"url": "https://api.example"}]));
+        let mut moved = redacted(&inline(json!([{"url": "https://evil.example"}])));
+        assert_eq!(keep_stored(&mut moved, Some(&stored)).len(), 1);
+        let mut same = redacted(&stored);
+        assert!(keep_stored(&mut same, Some(&stored)).is_empty());
     }
 
     #[test]

@@ -80,6 +80,7 @@ impl AppState {
                 })
             })
             .transpose()?;
+        let public_url = settings.mcp.public_url.as_deref();
         let sso = match (&settings.console_oidc_client_id, &settings.jwt_issuer) {
             (None, _) => None,
             (Some(client_id), Some(issuer)) => Some(Arc::new(console::sso::Sso::new(
@@ -89,6 +90,7 @@ impl AppState {
                     .as_ref()
                     .map(|secret| secret.expose().to_owned()),
                 issuer.clone(),
+                &sso_base(public_url, settings.listen)?,
             ))),
             (Some(_), None) => anyhow::bail!(
                 "TOOLGATE_CONSOLE_OIDC_CLIENT_ID needs TOOLGATE_JWT_ISSUER: single sign-on reads \
@@ -107,12 +109,29 @@ impl AppState {
                 sessions: mcp::session::Sessions::new(settings.mcp.sessions),
                 settings: settings.mcp.clone(),
             }),
-            // `Secure` cookies unless served on loopback, where browsers accept plain http.
+            // `Secure` cookies unless served on loopback, where browsers accept plain http, or
+            // whenever the public URL is https (a proxy in front terminates TLS).
             console: Arc::new(console::session::ConsoleSessions::new(
-                !settings.listen.ip().is_loopback(),
+                !settings.listen.ip().is_loopback()
+                    || public_url.is_some_and(|url| url.starts_with("https://")),
             )),
             sso,
         })
+    }
+}
+
+/// Where single sign-on sends browsers back to, from configuration only: the public URL, or
+/// the loopback address the gateway listens on (a browser on the same machine). Never a
+/// request's `Host` header, which whoever sends the victim there chooses.
+fn sso_base(public_url: Option<&str>, listen: std::net::SocketAddr) -> anyhow::Result<String> {
+    match public_url {
+        Some(url) => Ok(url.to_owned()),
+        None if listen.ip().is_loopback() => Ok(format!("http://{listen}")),
+        None => anyhow::bail!(
+            "TOOLGATE_CONSOLE_OIDC_CLIENT_ID needs TOOLGATE_PUBLIC_URL (the URL browsers reach \
+             the gateway at) when the gateway does not listen on loopback: single sign-on's \
+             redirect URI is made from it, never from a request's Host header"
+        ),
     }
 }
 

@@ -139,11 +139,7 @@ async fn fetch_definitions(source: &Source) -> Result<Import, IngestError> {
             }
         }
         ImportConfig::Mcp { url, headers } => {
-            let tools = mcp_server::list_tools(&source.name, &url, &headers).await?;
-            Ok(Import {
-                tools,
-                issues: Vec::new(),
-            })
+            mcp_server::list_tools(&source.name, &url, &headers).await
         }
     }
 }

@@ -35,7 +35,7 @@ use super::renames;
 use super::revisions::{Proposal, Proposed, Revisions};
 use super::{Import, ImportIssue, ImportedTool, IssueOutcome};
 use crate::domain::definition::{Canonical, Stored};
-use crate::domain::findings::{Context, Finding, Severity, ToolNames};
+use crate::domain::findings::{Severity, ToolNames};
 use crate::domain::model::{Catalog, Drift, Imported, Tool};
 use crate::domain::revision::{REFRESH_ACTOR, RevisionKind};
 use crate::domain::source_config::Pinning;
@@ -105,7 +105,8 @@ pub enum ApplyError {
 pub enum Approval {
     /// An admin's write of the source (creating it, or changing its config): the admin
     /// approves what it imports, except that new tools with a `high` finding are created
-    /// disabled (`quarantined: <rule ids>`) and a rename is left pending.
+    /// disabled (`quarantined: <rule ids>`), changed tools with one and renames are left
+    /// pending.
     Admin,
     /// A refresh: what changed becomes a revision, handled as the source's pinning says.
     Refresh(Pinning),
@@ -136,19 +137,42 @@ pub fn apply(
     stamp: &Stamp,
     approval: Approval,
 ) -> Result<RefreshSummary, ApplyError> {
+    apply_prepared(
+        catalog,
+        source_id,
+        import,
+        &Prepared::default(),
+        stamp,
+        approval,
+    )
+}
+
+/// [`apply`], with what was worked out of `import` before the write ([`Prepared::of`]).
+pub fn apply_prepared(
+    catalog: &mut Catalog,
+    source_id: &str,
+    import: &Import,
+    prepared: &Prepared,
+    stamp: &Stamp,
+    approval: Approval,
+) -> Result<RefreshSummary, ApplyError> {
+    // Shadowing is naming another source's tool; a server's own tools name each other.
+    let names = ToolNames::new(
+        catalog
+            .tools
+            .iter()
+            .filter(|t| t.source_id != source_id)
+            .map(|t| t.name.as_str()),
+    );
+    let hosts = source_hosts(catalog, source_id, import);
     let mut run = Run {
         source_id,
         stamp,
         approval,
-        // Shadowing is naming another source's tool; a server's own tools name each other.
-        names: ToolNames::new(
-            catalog
-                .tools
-                .iter()
-                .filter(|t| t.source_id != source_id)
-                .map(|t| t.name.as_str()),
-        ),
-        hosts: source_hosts(catalog, source_id, import),
+        findings_hold: prepared.holds_for(&names, &hosts),
+        prepared,
+        names,
+        hosts,
         revisions: Revisions::take(&mut catalog.revisions, source_id),
         canonical: Canonical::default(),
         summary: RefreshSummary::of_import(source_id, import),
@@ -163,6 +187,9 @@ struct Run<'r> {
     source_id: &'r str,
     stamp: &'r Stamp,
     approval: Approval,
+    prepared: &'r Prepared,
+    /// Whether the prepared findings were made against `names` and `hosts`.
+    findings_hold: bool,
     names: ToolNames,
     hosts: Vec<String>,
     revisions: Revisions,
@@ -181,13 +208,18 @@ impl Run<'_> {
             .collect();
         let mut present = HashSet::new();
         let mut fresh = Vec::new();
-        for upstream in &import.tools {
+        // The import position of each of `fresh`.
+        let mut fresh_index = Vec::new();
+        for (index, upstream) in import.tools.iter().enumerate() {
             let upstream = bounded(upstream);
             let id = Tool::default_id(self.source_id, &upstream.operation_id);
             present.insert(id.clone());
             match positions.get(&id) {
-                None => fresh.push((id, upstream)),
-                Some(&at) => self.existing(&mut catalog.tools[at], &upstream)?,
+                None => {
+                    fresh.push((id, upstream));
+                    fresh_index.push(index);
+                }
+                Some(&at) => self.existing(&mut catalog.tools[at], &upstream, index)?,
             }
         }
         let gone: Vec<usize> = (0..catalog.tools.len())
@@ -198,11 +230,14 @@ impl Run<'_> {
                     && !present.contains(&tool.id)
             })
             .collect();
-        let pairs = renames::pair(&catalog.tools, &gone, &fresh);
+        let prepared = self.prepared;
+        let pairs = renames::pair(&catalog.tools, &gone, &fresh, &|at| {
+            prepared.shape(fresh_index[at])
+        });
         for (at, upstream) in fresh.iter().enumerate() {
             match pairs.previous_of(at) {
-                Some(previous) => self.renamed(catalog, previous, upstream),
-                None => self.new_tool(catalog, upstream, pairs.unsure),
+                Some(previous) => self.renamed(catalog, previous, upstream, fresh_index[at]),
+                None => self.new_tool(catalog, upstream, fresh_index[at], pairs.unsure),
             }
         }
         for at in gone {
@@ -215,14 +250,22 @@ impl Run<'_> {
     }
 
     /// A tool the catalog has: unchanged, restored or deprecated upstream, changed.
-    fn existing(&mut self, tool: &mut Tool, upstream: &ImportedTool) -> Result<(), ApplyError> {
+    fn existing(
+        &mut self,
+        tool: &mut Tool,
+        upstream: &ImportedTool,
+        index: usize,
+    ) -> Result<(), ApplyError> {
         if tool.source_id != self.source_id {
             return Err(ApplyError::IdTaken {
                 id: tool.id.clone(),
                 owner: tool.source_id.clone(),
             });
         }
-        let hash = self.canonical.hash(upstream);
+        let hash = match self.prepared.hash(index) {
+            Some(hash) => hash,
+            None => self.canonical.hash(upstream),
+        };
         let record = tool.imported.as_ref();
         let approved = record.and_then(|r| r.definition_hash.as_deref());
         // Imported before definitions were pinned, and the upstream still what was imported.
@@ -232,7 +275,7 @@ impl Run<'_> {
             self.unchanged(tool, upstream, hash);
             return Ok(());
         }
-        self.changed(tool, upstream, hash);
+        self.changed(tool, upstream, hash, index);
         Ok(())
     }
 
@@ -265,7 +308,7 @@ impl Run<'_> {
     }
 
     /// The upstream defines the tool otherwise: applied at once under `warn`, else pending.
-    fn changed(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String) {
+    fn changed(&mut self, tool: &mut Tool, upstream: &ImportedTool, hash: String, index: usize) {
         let record = tool.imported.clone();
         let approved_hash = record.as_ref().and_then(|r| r.definition_hash.clone());
         let approved_definition = record
@@ -282,11 +325,24 @@ impl Run<'_> {
             upstream: Some(upstream),
         };
         let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
+        let (prepared, hold) = (self.prepared, self.findings_hold);
+        let findings = || prepared.findings_of(hold, index, upstream, &context);
+        let mut approver = self.approval.approver(self.stamp);
+        let mut found = None;
+        if self.approval == Approval::Admin {
+            // An admin's write approves a changed tool only as it would create a new one: a
+            // `high` finding leaves it pending, for an approval that acknowledges it.
+            let all = findings();
+            if all.iter().any(|f| f.severity == Severity::High) {
+                approver = None;
+            }
+            found = Some(all);
+        }
         let proposed = self.revisions.propose(
             &proposal,
-            &context,
+            || found.unwrap_or_else(findings),
             self.stamp,
-            self.approval.approver(self.stamp),
+            approver,
         );
         match proposed {
             Proposed::Approved => {
@@ -350,10 +406,9 @@ impl Run<'_> {
                 .map(|h| (h, approved_definition.as_ref())),
             upstream: None,
         };
-        let context = context(&self.names, &self.hosts, &tool.name, tool.method.as_deref());
         let proposed = self.revisions.propose(
             &proposal,
-            &context,
+            Vec::new,
             self.stamp,
             self.approval.approver(self.stamp),
         );
@@ -381,6 +436,7 @@ impl Run<'_> {
         &mut self,
         catalog: &mut Catalog,
         (id, upstream): &(String, ImportedTool),
+        index: usize,
         unsure: bool,
     ) {
         let approver = if unsure {
@@ -401,13 +457,15 @@ impl Run<'_> {
             &upstream.name,
             Some(&upstream.method),
         );
+        let (prepared, hold) = (self.prepared, self.findings_hold);
+        let findings = || prepared.findings_of(hold, index, upstream, &context);
         // What an admin's write imports is approved without a revision each (a new source of
         // 10,000 tools is one approval, not 10,000 records).
         let proposed = if self.approval == Approval::Admin {
             Proposed::Approved
         } else {
             self.revisions
-                .propose(&proposal, &context, self.stamp, approver)
+                .propose(&proposal, findings, self.stamp, approver)
         };
         match proposed {
             Proposed::Approved => {
@@ -418,7 +476,7 @@ impl Run<'_> {
                     self.stamp,
                     &mut self.canonical,
                 );
-                if quarantine(&mut tool, &upstream.findings(&context)) {
+                if quarantine(&mut tool, &findings()) {
                     self.summary.quarantined += 1;
                 }
                 catalog.tools.push(tool);
@@ -436,6 +494,7 @@ impl Run<'_> {
         catalog: &mut Catalog,
         previous: usize,
         (id, upstream): &(String, ImportedTool),
+        index: usize,
     ) {
         let old = &catalog.tools[previous];
         let record = old.imported.clone();
@@ -460,9 +519,11 @@ impl Run<'_> {
             &upstream.name,
             Some(&upstream.method),
         );
+        let (prepared, hold) = (self.prepared, self.findings_hold);
+        let findings = || prepared.findings_of(hold, index, upstream, &context);
         let proposed = self
             .revisions
-            .propose(&proposal, &context, self.stamp, None);
+            .propose(&proposal, findings, self.stamp, None);
         self.summary.pending += usize::from(proposed == Proposed::Pending);
         let old = &mut catalog.tools[previous];
         let drift = Some(Drift {
@@ -478,69 +539,18 @@ impl Run<'_> {
     }
 }
 
-/// The findings context of a tool of this source named `name`.
-fn context<'c>(
-    names: &'c ToolNames,
-    hosts: &'c [String],
-    name: &'c str,
-    method: Option<&'c str>,
-) -> Context<'c> {
-    Context {
-        name,
-        method,
-        other_tools: names,
-        source_hosts: hosts,
-    }
-}
-
-/// Disables a new tool with a `high` finding (`quarantined: <rule ids>`); whether it did.
-fn quarantine(tool: &mut Tool, findings: &[Finding]) -> bool {
-    let mut rules: Vec<&str> = findings
-        .iter()
-        .filter(|f| f.severity == Severity::High)
-        .map(|f| f.rule.id())
-        .collect();
-    rules.dedup();
-    if rules.is_empty() {
-        return false;
-    }
-    tool.enabled = false;
-    tool.disabled_reason = Some(format!("quarantined: {}", rules.join(", ")));
-    true
-}
-
-/// The hosts a source's definitions may name without a `foreign-url` finding: those of its
-/// config's URLs, and of the servers its definitions call.
-fn source_hosts(catalog: &Catalog, source_id: &str, import: &Import) -> Vec<String> {
-    let mut urls: Vec<&str> = Vec::new();
-    if let Some(source) = catalog.sources.iter().find(|s| s.id == source_id) {
-        for key in ["url", "base_url"] {
-            urls.extend(source.config.get(key).and_then(serde_json::Value::as_str));
-        }
-    }
-    for tool in &import.tools {
-        urls.extend(
-            tool.definition
-                .pointer("/request/server")
-                .and_then(serde_json::Value::as_str),
-        );
-    }
-    let mut hosts: Vec<String> = urls
-        .into_iter()
-        .filter_map(|url| reqwest::Url::parse(url).ok())
-        .filter_map(|url| url.host_str().map(str::to_ascii_lowercase))
-        .collect();
-    hosts.sort();
-    hosts.dedup();
-    hosts
-}
-
+mod findings_context;
+mod prepared;
 mod upstream;
 
+use self::findings_context::{context, quarantine, source_hosts, source_hosts_of};
+pub use self::prepared::Prepared;
 use self::upstream::bounded;
 pub(crate) use self::upstream::{new_tool, record_of, take_upstream};
 
 #[cfg(test)]
 mod pinning_tests;
+#[cfg(test)]
+mod prepared_tests;
 #[cfg(test)]
 mod tests;

@@ -40,7 +40,14 @@ impl Pairs {
 
 /// Pairs new tools (`fresh`, by id and upstream definition) with the tools at catalog
 /// positions `gone` (of the same source, no longer defined upstream) that they rename.
-pub fn pair(tools: &[Tool], gone: &[usize], fresh: &[(String, ImportedTool)]) -> Pairs {
+/// `shape_of` gives the shape of a new tool when it was worked out before (outside the
+/// catalog's write lock).
+pub fn pair(
+    tools: &[Tool],
+    gone: &[usize],
+    fresh: &[(String, ImportedTool)],
+    shape_of: &dyn Fn(usize) -> Option<Shape>,
+) -> Pairs {
     let mut pairs = Pairs {
         previous: vec![None; fresh.len()],
         ..Pairs::default()
@@ -74,15 +81,17 @@ pub fn pair(tools: &[Tool], gone: &[usize], fresh: &[(String, ImportedTool)]) ->
             pairs.paired.insert(at);
         }
     }
-    nearly(&mut pairs, &candidates, fresh);
+    nearly(&mut pairs, &candidates, fresh, shape_of);
     pairs
 }
 
-/// Pairs what the exact pass left by shape, within [`MAX_COMPARISONS`].
+/// Pairs what the exact pass left by shape, within [`MAX_COMPARISONS`]: each comparison costs
+/// a bounded number of steps ([`definition::SKETCH_SIZE`]), so the pairs bound the work.
 fn nearly(
     pairs: &mut Pairs,
     candidates: &[(usize, serde_json::Value)],
     fresh: &[(String, ImportedTool)],
+    shape_of: &dyn Fn(usize) -> Option<Shape>,
 ) {
     let left: Vec<(usize, Shape)> = candidates
         .iter()
@@ -100,7 +109,8 @@ fn nearly(
         return;
     }
     for index in unpaired {
-        let shape = Shape::of(&fresh[index].1.definition_value());
+        let shape =
+            shape_of(index).unwrap_or_else(|| Shape::of(&fresh[index].1.definition_value()));
         if let Some((at, _)) = left.iter().find(|(at, other)| {
             !pairs.paired.contains(at) && definition::nearly_same(&shape, other)
         }) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::domain::definition;
-use crate::domain::findings::{self, Context, Finding};
+use crate::domain::findings::Finding;
 use crate::domain::imported::ImportedTool;
 use crate::domain::revision::{self, MAX_DECIDED_PER_TOOL, Revision, RevisionKind, RevisionStatus};
 use crate::domain::stamp::Stamp;
@@ -127,7 +127,7 @@ impl Revisions {
     pub(super) fn propose(
         &mut self,
         proposal: &Proposal<'_>,
-        context: &Context<'_>,
+        findings: impl FnOnce() -> Vec<Finding>,
         stamp: &Stamp,
         approver: Option<&str>,
     ) -> Proposed {
@@ -148,7 +148,7 @@ impl Revisions {
             return Proposed::Pending;
         }
         revisions.retain(|r| !r.is_pending());
-        let mut revision = new_revision(proposal, whole, hash, context, stamp, &self.source_id);
+        let mut revision = new_revision(proposal, whole, hash, findings(), stamp, &self.source_id);
         if let Some(approver) = approver {
             revision.status = RevisionStatus::Approved;
             revision.decided_by = Some(approver.to_owned());
@@ -164,19 +164,16 @@ impl Revisions {
     }
 }
 
-/// A pending revision of `proposal`, whose whole upstream definition is `definition`.
+/// A pending revision of `proposal`, whose whole upstream definition is `definition` (with
+/// `findings`, worked out by the caller).
 fn new_revision(
     proposal: &Proposal<'_>,
     definition: Option<Arc<serde_json::Value>>,
     hash: Option<String>,
-    context: &Context<'_>,
+    findings: Vec<Finding>,
     stamp: &Stamp,
     source_id: &str,
 ) -> Revision {
-    let findings: Vec<Finding> = definition
-        .as_deref()
-        .map(|d| findings::check(d, context))
-        .unwrap_or_default();
     let approved_definition = proposal.approved.and_then(|(_, d)| d);
     Revision {
         id: revision::revision_id(proposal.tool_id, proposal.kind, hash.as_deref(), stamp.at),

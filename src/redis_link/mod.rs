@@ -68,8 +68,15 @@ pub enum LinkError {
     Unavailable(String),
 }
 
+/// The client's refusal of a URL, by its kind only: its text may quote a part of the URL,
+/// which may be a part of its password.
 fn url_error(error: RedisError) -> LinkError {
-    LinkError::Url(error.to_string())
+    LinkError::Url(format!(
+        "the Redis client does not accept it ({:?}; expected redis://[user:password@]host:port[/db], \
+         rediss://…, redis+cluster://… or redis+sentinel://…){}",
+        error.kind(),
+        target::ENCODE_HINT
+    ))
 }
 
 impl RedisLink {

@@ -50,7 +50,7 @@ impl SentinelMaster {
             Some(node),
             SentinelServerType::Master,
         )
-        .map_err(|error| LinkError::Url(error.to_string()))?;
+        .map_err(super::url_error)?;
         let followed = Arc::new(SentinelMaster {
             sentinels: Mutex::new(client),
             current: ArcSwapOption::empty(),

@@ -70,7 +70,8 @@ impl Target {
                 None => 0,
                 Some(db) => db.parse().map_err(|_| {
                     LinkError::Url(format!(
-                        "'{db}' after the master's name is not a database number"
+                        "what follows the master's name is not a database number (expected \
+                         redis+sentinel://host:26379/mymaster[/db]){ENCODE_HINT}"
                     ))
                 })?,
             };
@@ -90,6 +91,11 @@ impl Target {
         Ok(Target::Single(url.to_owned()))
     }
 }
+
+/// Said after every error about a URL's shape: the likely cause when the URL carries a
+/// password (and no part of the URL is repeated in an error, which could be a part of it).
+pub(super) const ENCODE_HINT: &str = "; a '#', '?', '/' or '@' in a user name or password must be \
+     percent-encoded (%23, %3F, %2F, %40)";
 
 /// `sentinel_username`/`sentinel_password` of the query as the userinfo of a `redis://` URL
 /// (`user:password@`, still percent-encoded as given), or "".
@@ -150,9 +156,13 @@ fn addresses(hosts: &str, default_port: u16) -> Result<Vec<String>, LinkError> {
                 return Ok(format!("{host}:{default_port}"));
             }
             let port = &host[host.rfind(':').unwrap_or_default() + 1..];
-            port.parse::<u16>()
-                .map(|_| host.to_owned())
-                .map_err(|_| LinkError::Url(format!("'{port}' is not a port")))
+            // The text is not repeated: a password with an unencoded `#`, `?` or `/` is cut
+            // there, and its rest read as a host or port.
+            port.parse::<u16>().map(|_| host.to_owned()).map_err(|_| {
+                LinkError::Url(format!(
+                    "a host's port is not a port number (expected host:port[,host:port…]){ENCODE_HINT}"
+                ))
+            })
         })
         .collect()
 }
@@ -221,13 +231,21 @@ mod tests {
             ("redis+sentinel://:pw@s1:26379", "names the master"),
             ("redis+sentinel://:pw@s1:26379/m/x", "not a database number"),
             ("redis+cluster://:pw@a:7000/1", "has no path"),
-            ("redis+cluster://:pw@a:x", "is not a port"),
+            ("redis+cluster://:pw@a:x", "not a port number"),
+            ("redis+cluster://:s3cr3tPW#x@a:7000", "not a port number"),
+            ("redis+cluster://:s3cr3tPW?x@a:7000", "not a port number"),
+            (
+                "redis+sentinel://:pw@s1/m/s3cr3tPW",
+                "not a database number",
+            ),
             ("redis+cluster://:pw@a:7000,,b:7001", "an empty host"),
             ("redis+cluster://:pw@", "no host"),
         ] {
             let error = Target::parse(url).expect_err(url).to_string();
             assert!(error.contains(expected), "{url}: {error}");
             assert!(!error.contains("pw"), "{url}: {error}");
+            assert!(!error.contains("s3cr3t"), "{url}: {error}");
+            assert!(!error.contains("PW"), "{url}: {error}");
         }
     }
 }

@@ -54,6 +54,10 @@ pub async fn start(
     let listener = TcpListener::bind(settings.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    // What the gateway is reached at on this machine, port 0 resolved (single sign-on's
+    // loopback redirect URI is made from it).
+    let mut settings = settings;
+    settings.listen = listener.local_addr()?;
     let app = Arc::new(App::build(&settings).await?);
     app.metrics
         .decision_endpoints(&crate::http::authzen::DECISION_ENDPOINTS);

@@ -38,6 +38,7 @@ use crate::domain::snapshot::Snapshot;
 use crate::domain::stamp::Stamp;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::ingest::decide::Decision;
+use crate::ingest::refresh::Prepared;
 use crate::store::EntityKind;
 use crate::telemetry::Metrics;
 
@@ -339,7 +340,9 @@ impl Change<'_> {
                 let imported = entity.import_on_create().await?;
                 Ok(catalog
                     .preview(Some(&focus), precondition, |c| {
-                        apply_create(c, &entity, imported.as_ref(), stamp).map(drop)
+                        let prepared = Prepared::default();
+                        let imported = imported.as_ref().map(|i| (i, &prepared));
+                        apply_create(c, &entity, imported, stamp).map(drop)
                     })
                     .await?)
             }
@@ -377,7 +380,9 @@ async fn update<E: CatalogEntity>(
     };
     Ok(catalog
         .preview(Some(focus), precondition, |c| {
-            apply_update(c, &focus.id, &edit, imported.as_ref(), stamp).map(drop)
+            let prepared = Prepared::default();
+            let imported = imported.as_ref().map(|i| (i, &prepared));
+            apply_update(c, &focus.id, &edit, imported, stamp).map(drop)
         })
         .await?)
 }

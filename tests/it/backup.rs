@@ -31,7 +31,12 @@ async fn open_backup(file: &Path) -> (EmbeddedStore, tempfile::TempDir) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backups_taken_while_admins_write_each_hold_one_revision_and_restore() {
-    let gateway = Gateway::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings =
+        crate::support::gateway::config(dir.path(), crate::support::gateway::hs_settings());
+    // Every backup of the run is checked below: none is pruned.
+    settings.backup_keep = 10_000;
+    let gateway = Gateway::start_with(settings).await;
     gateway
         .admin_send(Method::POST, "/admin/sources", Some(secret_source()))
         .await
@@ -91,7 +96,7 @@ async fn backups_taken_while_admins_write_each_hold_one_revision_and_restore() {
     }
     assert!(backups.len() >= 2, "{backups:?}");
 
-    let data_dir = gateway.data_dir().expect("embedded");
+    let data_dir = dir.path().to_path_buf();
     for reply in &backups {
         let file = Path::new(reply["path"].as_str().expect("a path"));
         assert_eq!(file.parent(), Some(data_dir.join("backups").as_path()));
@@ -266,4 +271,51 @@ async fn a_backup_of_a_revision_number_from_before_a_restore_is_not_reused() {
         labels.iter().map(|l| l.id.as_str()).collect::<Vec<_>>(),
         ["new"]
     );
+}
+
+/// Backups are pruned: after each new one, only the newest `TOOLGATE_BACKUP_KEEP` are left (the
+/// folder grew by one file per revision for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_newest_backups_are_kept() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut settings =
+        crate::support::gateway::config(dir.path(), crate::support::gateway::hs_settings());
+    settings.backup_keep = 3;
+    let gateway = Gateway::start_with(settings).await;
+    gateway
+        .admin_send(Method::POST, "/admin/sources", Some(secret_source()))
+        .await
+        .expect(StatusCode::CREATED);
+    // Something that is not a backup stays whatever its age.
+    let backups_dir = dir.path().join("backups");
+    std::fs::create_dir_all(&backups_dir).expect("the folder");
+    std::fs::write(backups_dir.join("notes.txt"), "kept").expect("a file");
+    let mut files = Vec::new();
+    for round in 0..6 {
+        let verb = if round % 2 == 0 { "disable" } else { "enable" };
+        gateway
+            .admin_send(
+                Method::POST,
+                &format!("/admin/tools/vault:list_items/{verb}"),
+                Some(json!({"reason": "round"})),
+            )
+            .await
+            .expect(StatusCode::OK);
+        let reply = gateway
+            .admin_send(Method::POST, "/admin/backup", None)
+            .await
+            .expect(StatusCode::CREATED)
+            .json();
+        files.push(reply["file"].as_str().expect("a name").to_owned());
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&backups_dir)
+        .expect("the folder")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected: Vec<String> = files[3..].to_vec();
+    expected.push("notes.txt".to_owned());
+    expected.sort();
+    assert_eq!(left, expected);
 }

@@ -490,3 +490,55 @@ fn strings(items: &serde_json::Value, key: &str) -> Vec<String> {
         .map(|item| item[key].as_str().expect("a string").to_owned())
         .collect()
 }
+
+/// Every string the console prints from the catalog or a caller is shown with its invisible
+/// characters spelled out: U+202E reordered `m:bidi\u{202E}txt.exe` into `m:bidiexe.txt`.
+/// The JSON editors write them as escapes, which read back as the same characters.
+#[tokio::test]
+async fn invisible_characters_are_spelled_out_on_every_page() {
+    let gateway = Gateway::start().await;
+    gateway
+        .put_catalog(json!({
+            "sources": [{"id": "m", "name": "m\u{200B}irror", "type": "manual"}],
+            "tools": [{"source_id": "m", "operation_id": "bidi\u{202E}txt.exe",
+                       "name": "bidi\u{202E}txt", "title": "T\u{2066}itle",
+                       "description": "Reads\u{FE00} files", "method": "GET",
+                       "enabled": false, "disabled_reason": "held\u{061C} for review"}],
+            "groups": [{"id": "g", "name": "g\u{00AD}roup", "selectors": [{}]}],
+            "policies": [{"id": "p", "name": "p\u{2028}olicy", "allowed_group_ids": ["g"],
+                          "claim_matchers": [{"json_path": "roles", "operator": "contains",
+                                              "value": "r\u{200D}eader"}]}]
+        }))
+        .await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let invisible = [
+        '\u{200B}', '\u{202E}', '\u{2066}', '\u{FE00}', '\u{061C}', '\u{00AD}', '\u{2028}',
+    ];
+    for path in [
+        "/console/tools",
+        "/console/tools/m:bidi%E2%80%AEtxt.exe",
+        "/console/sources/m",
+        "/console/groups/g",
+        "/console/policies/p",
+    ] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert!(
+            !page.text.chars().any(|c| invisible.contains(&c)),
+            "{path} prints an invisible character"
+        );
+    }
+    let tools = browser.get("/console/tools").await.text;
+    assert!(tools.contains("m:bidiU+202Etxt.exe"), "{tools}");
+    let tool = browser
+        .get("/console/tools/m:bidi%E2%80%AEtxt.exe")
+        .await
+        .text;
+    for shown in ["TU+2066itle", "ReadsU+FE00 files", "heldU+061C for review"] {
+        assert!(tool.contains(shown), "{shown}");
+    }
+    // An editor's JSON holds the characters as escapes: sent back, the entity is unchanged.
+    let policy = browser.get("/console/policies/p").await.text;
+    assert!(policy.contains(r"p\u2028olicy"), "{policy}");
+}

@@ -155,12 +155,18 @@ fn cookies(headers: &HeaderMap) -> Vec<String> {
 }
 
 async fn gateway_for(issuer: &Issuer) -> (Gateway, tempfile::TempDir) {
+    let (settings, dir) = sso_config(issuer);
+    (Gateway::start_with(settings).await, dir)
+}
+
+/// Settings with single sign-on at `issuer`, on a data dir of their own.
+fn sso_config(issuer: &Issuer) -> (toolgate::config::Settings, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("the test issuer");
     let mut auth = hs_settings();
     auth.issuer = Some(issuer.base.lock().expect("the test issuer").clone());
     let mut settings = config(dir.path(), auth);
     settings.console_oidc_client_id = Some(CLIENT.to_owned());
-    (Gateway::start_with(settings).await, dir)
+    (settings, dir)
 }
 
 /// Start at the gateway, through the issuer, back to the callback: its answer, the callback
@@ -323,6 +329,124 @@ async fn without_an_issuer_single_sign_on_cannot_be_configured() {
             .expect("the test issuer")
             .contains("single sign-on"),
         "no button when not configured"
+    );
+}
+
+/// The issuer sends the browser back where configuration says, never to a request's `Host`:
+/// with a lax issuer, a victim sent to `/console/sso` with a forged host would have had their
+/// code delivered to the attacker's.
+#[tokio::test]
+async fn the_redirect_uri_comes_from_configuration_never_from_the_host_header() {
+    let issuer = start_issuer().await;
+    let (gateway, _dir) = gateway_for(&issuer).await;
+    let start = client()
+        .get(format!("{}/console/sso", gateway.base))
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .expect("the gateway");
+    assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let location = start.headers()[LOCATION]
+        .to_str()
+        .expect("a location")
+        .to_owned();
+    let query: HashMap<String, String> =
+        serde_urlencoded::from_str(location.split_once('?').expect("a query").1).expect("a query");
+    assert_eq!(
+        query["redirect_uri"],
+        format!("{}/console/sso/callback", gateway.base),
+        "the loopback address the gateway listens on"
+    );
+    // With a public URL, that one; and its cookies are Secure when it is https.
+    let (mut settings, _dir) = sso_config(&issuer);
+    settings.mcp.public_url = Some("https://gateway.example".to_owned());
+    let public = Gateway::start_with(settings).await;
+    let start = client()
+        .get(format!("{}/console/sso", public.base))
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .expect("the gateway");
+    let location = start.headers()[LOCATION]
+        .to_str()
+        .expect("a location")
+        .to_owned();
+    assert!(
+        location.contains(&format!(
+            "redirect_uri={}",
+            serde_urlencoded::to_string([("", "https://gateway.example/console/sso/callback")])
+                .expect("encoded")
+                .trim_start_matches('=')
+        )),
+        "{location}"
+    );
+    assert!(
+        start.headers()[SET_COOKIE]
+            .to_str()
+            .expect("a cookie")
+            .contains("; Secure"),
+        "an https public URL makes cookies Secure"
+    );
+    // Listening beyond loopback without a public URL: refused at start, saying why.
+    let (mut settings, _dir) = sso_config(&issuer);
+    settings.listen = "0.0.0.0:0".parse().expect("an address");
+    let refused = toolgate::server::start(settings, std::future::pending()).await;
+    let error = refused.err().expect("refused at start").to_string();
+    assert!(error.contains("TOOLGATE_PUBLIC_URL"), "{error}");
+}
+
+/// A sign-in in progress lives in its browser's cookie, sealed: no number of anonymous starts
+/// pushes it out (1,000 of them evicted it from the one process-wide map there was), and a
+/// cookie the gateway did not seal, or sealed for another state, opens nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_starts_never_push_a_sign_in_out() {
+    let issuer = start_issuer().await;
+    let (gateway, _dir) = gateway_for(&issuer).await;
+    let http = client();
+    let start = http
+        .get(format!("{}/console/sso", gateway.base))
+        .send()
+        .await
+        .expect("the gateway");
+    let state_cookie = cookies(start.headers()).join("; ");
+    let at_issuer = start.headers()[LOCATION]
+        .to_str()
+        .expect("a location")
+        .to_owned();
+    for _ in 0..1_200 {
+        let other = http
+            .get(format!("{}/console/sso", gateway.base))
+            .send()
+            .await
+            .expect("the gateway");
+        assert_eq!(other.status(), StatusCode::SEE_OTHER);
+    }
+    let back = http.get(&at_issuer).send().await.expect("the issuer");
+    let callback = back.headers()[LOCATION]
+        .to_str()
+        .expect("a location")
+        .to_owned();
+    // A forged cookie (the state's value with a seal of our own) is refused.
+    let (name, value) = state_cookie.split_once('=').expect("a cookie");
+    let (payload, _) = value.split_once('.').expect("a sealed value");
+    let forged = http
+        .get(&callback)
+        .header("cookie", format!("{name}={payload}.AAAA"))
+        .send()
+        .await
+        .expect("the gateway");
+    assert_eq!(forged.status(), StatusCode::BAD_REQUEST);
+    let answer = http
+        .get(&callback)
+        .header("cookie", &state_cookie)
+        .send()
+        .await
+        .expect("the gateway");
+    assert_eq!(
+        answer.status(),
+        StatusCode::OK,
+        "{}",
+        answer.text().await.unwrap_or_default()
     );
 }
 

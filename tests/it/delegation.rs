@@ -697,3 +697,66 @@ async fn a_deny_on_a_childs_jti_revokes_it_and_its_descendants_only() {
         ["api:whoami", "crm:read", "crm:spawn_agents", "crm:write"]
     );
 }
+
+/// A child token carries, of the claims the chain started from, only what the policies read
+/// (and `sub`, `aud`): a sub-agent does not read its parent's e-mail address or groups out of
+/// its own token. A policy written later on a claim the token does not carry cannot be decided
+/// for it: it then holds nothing, never what that policy would have taken away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_carries_only_the_claims_the_policies_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    let gateway = gateway_in(dir.path()).await;
+    let parent = Gateway::token(json!({"sub": "orchestrator", "roles": ["agent"],
+        "email": "alice@corp.example", "groups": ["finance", "hr"], "aud": "toolgate"}));
+    let (child, _) = delegate(&gateway, &parent, "group:g-read").await;
+    let (grandchild, _) = delegate(&gateway, &child, "tool:crm:read").await;
+    for token in [&child, &grandchild] {
+        let carried = &payload(token)["toolgate_delegation"];
+        assert_eq!(
+            carried["claims"],
+            json!({"sub": "orchestrator", "roles": ["agent"], "aud": "toolgate"}),
+            "{carried}"
+        );
+        let text = payload(token).to_string();
+        assert!(
+            !text.contains("alice@corp.example") && !text.contains("finance"),
+            "{text}"
+        );
+    }
+    assert_eq!(manifest(&gateway, &child).await, ["api:whoami", "crm:read"]);
+    assert_eq!(manifest(&gateway, &grandchild).await, ["crm:read"]);
+
+    // A deny on `email`, which the children do not carry: the parent loses the reads, and the
+    // children, which cannot be told apart from any other holder of their claims, hold nothing.
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/policies",
+            Some(
+                json!({"id": "p-alice", "name": "no reads for alice", "priority": 100,
+                "denied_group_ids": ["g-read"],
+                "claim_matchers": [{"json_path": "email", "operator": "equals",
+                                    "value": "alice@corp.example"}]}),
+            ),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(
+        manifest(&gateway, &parent).await,
+        ["crm:spawn_agents", "crm:write"]
+    );
+    for token in [&child, &grandchild] {
+        assert_eq!(manifest(&gateway, token).await, Vec::<String>::new());
+        assert!(!decision(&gateway, token, "crm:read").await);
+    }
+    // A child made now carries `email` and is decided as its parent is.
+    let (status, body) = ask(&gateway, &parent, "group:g-read").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"], "invalid_scope");
+    let (writer, _) = delegate(&gateway, &parent, "group:g-write").await;
+    assert_eq!(
+        payload(&writer)["toolgate_delegation"]["claims"]["email"],
+        "alice@corp.example"
+    );
+    assert_eq!(manifest(&gateway, &writer).await, ["crm:write"]);
+}

@@ -362,3 +362,77 @@ async fn an_endless_event_in_small_writes_costs_linear_work() {
     // Quadratic scanning took about 2.4 s of CPU here; linear takes tens of milliseconds.
     assert!(took < Duration::from_millis(1500), "{took:?}");
 }
+
+/// An MCP server whose `tools/list` pages are each within the per-response bound but go on:
+/// every page is `page_bytes` of tools (each `tool_bytes` of description), `pages` of them.
+async fn listing_server(
+    pages: usize,
+    tool_bytes: usize,
+    page_bytes: usize,
+) -> (String, Arc<AtomicUsize>) {
+    let served = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&served);
+    let app = Router::new().route(
+        "/mcp",
+        any(move |body: String| {
+            let served = Arc::clone(&counter);
+            async move {
+                let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let Some(id) = request["id"].as_u64() else {
+                    return StatusCode::ACCEPTED.into_response();
+                };
+                let result = match request["method"].as_str() {
+                    Some("initialize") => json!({"protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "1"}}),
+                    Some("tools/list") => {
+                        let page = served.fetch_add(1, Ordering::SeqCst);
+                        let tools: Vec<Value> = (0..page_bytes / tool_bytes)
+                            .map(|n| json!({"name": format!("p{page}_t{n}"),
+                                "description": "x".repeat(tool_bytes),
+                                "inputSchema": {"type": "object"}}))
+                            .collect();
+                        let mut result = json!({"tools": tools});
+                        if page + 1 < pages {
+                            result["nextCursor"] = json!(format!("c{}", page + 1));
+                        }
+                        result
+                    }
+                    _ => json!({}),
+                };
+                axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+            }
+        }),
+    );
+    (format!("{}/mcp", serve(app).await), served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_listing_is_bounded_as_a_whole_and_per_tool() {
+    use toolgate::ingest::mcp_server::{MAX_LISTING_BYTES, MAX_TOOL_BYTES, list_tools};
+    // 100 pages of 4 MiB (each under the 16 MiB a response may have): refused once the tools
+    // kept pass 16 MiB, without reading the pages after.
+    let (url, served) = listing_server(100, 128 * 1024, 4 * 1024 * 1024).await;
+    let error = list_tools("big", &url, &[]).await.expect_err("refused");
+    assert!(
+        error.to_string().contains(&MAX_LISTING_BYTES.to_string()),
+        "{error}"
+    );
+    let pages = served.load(Ordering::SeqCst);
+    assert!(pages <= 5, "read {pages} pages");
+    // A tool past 256 KiB is skipped and reported; the others are imported.
+    let (url, _) = listing_server(1, MAX_TOOL_BYTES + 1, MAX_TOOL_BYTES + 1).await;
+    let import = list_tools("big", &url, &[]).await.expect("imported");
+    assert!(import.tools.is_empty());
+    assert_eq!(import.issues.len(), 1);
+    assert!(
+        import.issues[0]
+            .reason
+            .contains(&MAX_TOOL_BYTES.to_string()),
+        "{:?}",
+        import.issues
+    );
+    let (url, _) = listing_server(3, 1024, 64 * 1024).await;
+    let import = list_tools("small", &url, &[]).await.expect("imported");
+    assert_eq!(import.tools.len(), 3 * 64);
+    assert!(import.issues.is_empty());
+}

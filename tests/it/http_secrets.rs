@@ -406,3 +406,104 @@ async fn a_mask_without_a_stored_value_is_a_422_naming_the_field() {
     // The refused create did not fetch with a mask for a header.
     assert_eq!(upstream.seen(), ["Bearer upstream-s3cr3t"]);
 }
+
+/// A write that moves where a source's secrets go must give them again: `"***"` there is a 422
+/// naming the field and the new place, and nothing stored reaches it, not even while the
+/// refused write is validated (before, the stored header went to the new host with the very
+/// write that was then refused).
+#[tokio::test]
+async fn a_stored_secret_never_follows_a_source_to_a_new_destination() {
+    let upstream = Upstream::start().await;
+    let elsewhere = Upstream::start().await;
+    let gateway = gateway_with_sources(&upstream).await;
+    let before = upstream.seen().len();
+
+    for method in [Method::PUT, Method::PATCH] {
+        let body = match method {
+            Method::PUT => {
+                let mut api = gateway
+                    .admin_send(Method::GET, "/admin/sources/api", None)
+                    .await
+                    .expect(StatusCode::OK)
+                    .json();
+                api["config"]["url"] = json!(elsewhere.url);
+                api
+            }
+            _ => json!({"config": {"url": elsewhere.url}}),
+        };
+        let refused = gateway
+            .admin_send(method.clone(), "/admin/sources/api", Some(body))
+            .await
+            .expect(StatusCode::UNPROCESSABLE_ENTITY);
+        let text = refused.json().to_string();
+        assert!(
+            text.contains("config.headers.Authorization") && text.contains("config.url"),
+            "{method}: {text}"
+        );
+        leaks_nothing("a refused move", &refused);
+    }
+    assert!(elsewhere.seen().is_empty(), "{:?}", elsewhere.seen());
+    assert_eq!(upstream.seen().len(), before, "nothing was fetched");
+    assert_eq!(
+        stored_config(&gateway, "api"),
+        api_source(&upstream.url)["config"]
+    );
+
+    // Given again, the secrets go where the source now is.
+    gateway
+        .admin_send(
+            Method::PATCH,
+            "/admin/sources/api",
+            Some(json!({"config": {"url": elsewhere.url,
+                "headers": {"Authorization": "Bearer upstream-s3cr3t", "X-Tenant": "acme-tenant"}}})),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(elsewhere.seen(), ["Bearer upstream-s3cr3t"]);
+}
+
+/// The client secret of a source's token endpoint is kept only while the endpoint stays: moving
+/// it with `"***"` is a 422, and the new endpoint receives nothing.
+#[tokio::test]
+async fn a_client_secret_never_follows_a_new_token_endpoint() {
+    let endpoint = support::token_endpoint::TokenEndpoint::start().await;
+    let other = support::token_endpoint::TokenEndpoint::start().await;
+    let upstream = Upstream::start().await;
+    let gateway = Gateway::start().await;
+    let mut source = api_source(&upstream.url);
+    source["config"]["auth"] = endpoint.auth("client_credentials");
+    gateway
+        .admin_send(Method::POST, "/admin/sources", Some(source))
+        .await
+        .expect(StatusCode::CREATED);
+    let moved = other.auth("client_credentials")["token_endpoint"].clone();
+    let refused = gateway
+        .admin_send(
+            Method::PATCH,
+            "/admin/sources/api",
+            Some(json!({"config": {"auth": {"token_endpoint": moved, "client_secret": "***"}}})),
+        )
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    let text = refused.json().to_string();
+    assert!(
+        text.contains("config.auth.client_secret") && text.contains("token_endpoint"),
+        "{text}"
+    );
+    assert!(other.received().is_empty());
+    // The URL may move on its own: the client secret goes to the token endpoint, which stayed.
+    let elsewhere = Upstream::start().await;
+    gateway
+        .admin_send(
+            Method::PATCH,
+            "/admin/sources/api",
+            Some(json!({"config": {"url": elsewhere.url,
+                "headers": {"Authorization": "Bearer upstream-s3cr3t", "X-Tenant": "acme-tenant"}}})),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        stored_config(&gateway, "api")["auth"]["client_secret"],
+        json!(support::token_endpoint::CLIENT_SECRET)
+    );
+}

@@ -235,3 +235,55 @@ async fn a_missing_store_file_is_created_with_nothing_left_over() {
     let reopened = EmbeddedStore::open(&nested).expect("reopen");
     assert_eq!(reopened.revision().await.expect("revision"), 0);
 }
+
+/// The store holds every source's credentials and the delegation signing keys: a new data dir
+/// is 0700 and the store 0600, whatever the umask (022 made them 0755 and 0644).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_new_store_is_private_to_the_gateways_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let store = EmbeddedStore::open(&data).expect("open");
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(store.path()), 0o600);
+}
+
+/// A store made before (or copied in) readable by others is not refused, but its start says
+/// so, naming the path and the command that fixes it.
+#[cfg(unix)]
+#[test]
+fn a_store_readable_by_others_is_warned_about_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    drop(EmbeddedStore::open(&data).expect("open"));
+    let file = data.join(FILE_NAME);
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let log = dir.path().join("stderr.log");
+    let mut command = crate::support::process::Process::serve_command(&data, &[]);
+    command
+        .env("TOOLGATE_LOG_LEVEL", "warn")
+        .stderr(std::fs::File::create(&log).expect("log file"));
+    let mut process = crate::support::process::Process::spawn(command);
+    process.signal("TERM");
+    process.wait(std::time::Duration::from_secs(15));
+    let log = std::fs::read_to_string(&log).expect("the log");
+    for (path, fix) in [(&data, "chmod 0700"), (&file, "chmod 0600")] {
+        assert!(
+            log.lines()
+                .any(|line| line.contains(&*path.to_string_lossy())
+                    && line.contains(fix)
+                    && line.contains("credentials")),
+            "{path:?} in\n{log}"
+        );
+    }
+}

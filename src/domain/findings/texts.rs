@@ -1,21 +1,8 @@
 //! The rules on text: hidden characters, text addressed to the model, secret-looking paths,
 //! foreign URLs, other tools named.
 
-use super::{Context, Finding, Rule, push};
-
-/// Characters a reader does not see: Unicode tags, zero-width characters, bidirectional
-/// controls.
-pub(super) fn is_hidden(c: char) -> bool {
-    matches!(u32::from(c),
-        0x00..=0x08 | 0x0B | 0x0C | 0x0E..=0x1F | 0x7F..=0x9F  // controls (ANSI escapes), not tab or line breaks
-        | 0xE0000..=0xE007F      // tags
-        | 0x200B..=0x200F      // zero-width space, (non-)joiner, LRM, RLM
-        | 0x202A..=0x202E      // bidirectional embeddings and overrides
-        | 0x2060..=0x2064      // word joiner, invisible operators
-        | 0x2066..=0x2069      // bidirectional isolates
-        | 0xFEFF               // zero-width no-break space
-    )
-}
+use super::normal::{self, normalized, original_offset};
+use super::{Context, Findings, Rule};
 
 /// Phrases that speak to the model behind the user's back (lower case).
 const MODEL_DIRECTED: [&str; 33] = [
@@ -55,9 +42,8 @@ const MODEL_DIRECTED: [&str; 33] = [
 ];
 
 /// Secret-looking paths and files (lower case).
-const SECRET_PATHS: [&str; 16] = [
-    "~/.ssh",
-    "/.ssh/",
+/// (`.ssh` and `.env` are matched as path segments: [`segment_at`].)
+const SECRET_PATHS: [&str; 14] = [
     "id_rsa",
     "id_ed25519",
     "id_ecdsa",
@@ -76,71 +62,72 @@ const SECRET_PATHS: [&str; 16] = [
 
 /// Whether `text` names a secret-looking path or file.
 pub(super) fn names_a_secret(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    SECRET_PATHS.iter().any(|p| lower.contains(p)) || mentions_dotenv(&lower)
+    secret_at(&normalized(text)).is_some()
 }
 
-pub(super) fn hidden(text: &str, path: &str, out: &mut Vec<Finding>) {
-    if text.chars().any(is_hidden) {
-        push(out, Rule::HiddenUnicode, path, text);
+/// Where the first secret-looking path or file is in `plain` (a [`normalized`] text).
+fn secret_at(plain: &str) -> Option<usize> {
+    SECRET_PATHS
+        .iter()
+        .filter_map(|p| plain.find(p))
+        .chain([".ssh", ".env"].iter().filter_map(|s| segment_at(plain, s)))
+        .min()
+}
+
+/// Where `name` (`.ssh`, `.env`) stands as a file or folder of a path, not as part of a word
+/// (`.environment`, `app.env_name`): nothing word-like right before or after it.
+fn segment_at(plain: &str, name: &str) -> Option<usize> {
+    plain.match_indices(name).map(|(at, _)| at).find(|&at| {
+        let after = plain[at + name.len()..].chars().next();
+        let before = plain[..at].chars().next_back();
+        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !before.is_some_and(char::is_alphanumeric)
+    })
+}
+
+pub(super) fn hidden(text: &str, path: &str, out: &mut Findings) {
+    if normal::hidden_chars(text).next().is_some() {
+        out.push(Rule::HiddenUnicode, path, text);
     }
 }
 
-pub(super) fn check(text: &str, path: &str, context: &Context<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(text: &str, path: &str, context: &Context<'_>, out: &mut Findings) {
     hidden(text, path, out);
-    let lower = text.to_lowercase();
-    if MODEL_DIRECTED.iter().any(|phrase| lower.contains(phrase)) {
-        push(
-            out,
-            Rule::ModelDirected,
-            path,
-            around(text, &lower, &MODEL_DIRECTED),
-        );
+    let plain = normalized(text);
+    if let Some(at) = MODEL_DIRECTED.iter().filter_map(|p| plain.find(p)).min() {
+        out.push(Rule::ModelDirected, path, from(text, &plain, at));
     }
-    if SECRET_PATHS.iter().any(|p| lower.contains(p)) || mentions_dotenv(&lower) {
-        push(
-            out,
-            Rule::SecretPath,
-            path,
-            around(text, &lower, &SECRET_PATHS),
-        );
+    if let Some(at) = secret_at(&plain) {
+        out.push(Rule::SecretPath, path, from(text, &plain, at));
     }
     // A schema's own identifiers (`$schema`, `$id`, `$ref`) name documents, not places.
     let identifier = ["/$schema", "/$id", "/$ref"]
         .iter()
         .any(|key| path.ends_with(key));
     if !identifier && let Some(url) = foreign_url(text, context.source_hosts) {
-        push(out, Rule::ForeignUrl, path, url);
+        out.push(Rule::ForeignUrl, path, url);
     }
     if let Some(name) = context.other_tools.first_in(text, context.name) {
-        push(out, Rule::CrossToolReference, path, name);
+        out.push(Rule::CrossToolReference, path, name);
     }
 }
 
-/// `.env` as a file, not as part of a word such as `.environment`.
-fn mentions_dotenv(lower: &str) -> bool {
-    lower.match_indices(".env").any(|(at, _)| {
-        let after = lower[at + 4..].chars().next();
-        let before = lower[..at].chars().next_back();
-        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            && !before.is_some_and(|c| c.is_alphanumeric())
-    })
+/// `text` from where byte `at` of its normalized form `plain` came from (an excerpt's start).
+fn from<'t>(text: &'t str, plain: &str, at: usize) -> &'t str {
+    // ASCII text the normalizing removed nothing from (it only lowers ASCII, and removes white
+    // space runs and hidden characters): the offsets are the same.
+    if text.is_ascii() && plain.len() == text.len() {
+        return &text[at..];
+    }
+    &text[original_offset(text, at)..]
 }
 
-/// The part of `text` around the first of `needles` in `lower`, or the start of `text`.
-fn around<'t>(text: &'t str, lower: &str, needles: &[&str]) -> &'t str {
-    let at = needles
-        .iter()
-        .filter_map(|n| lower.find(n))
-        .min()
-        .unwrap_or(0);
-    // `lower` may differ in length from `text` for some characters: stay on a boundary.
-    let start = (0..=at.min(text.len()))
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    &text[start..]
-}
+/// How far before a URL its sentence is read for a verb that sends there: enough for any
+/// sentence that directs, and a bound on the work per URL whatever the text.
+const LOOK_BACK_BYTES: usize = 512;
+
+/// How far into a URL its host is looked for: no host is longer.
+const HOST_BYTES: usize = 512;
 
 /// The first URL in `text` on another site (registrable domain) than `hosts` that its sentence
 /// sends something, or the model, to (`posted to https://…`, `curl https://…`): where an
@@ -156,25 +143,45 @@ fn foreign_url<'t>(text: &'t str, hosts: &[String]) -> Option<&'t str> {
             let after = rest
                 .strip_prefix("https://")
                 .or_else(|| rest.strip_prefix("http://"))?;
-            let end = after
+            let window = &after[..floor_boundary(after, HOST_BYTES)];
+            let end = window
                 .find(|c: char| {
                     matches!(c, '/' | '?' | '#' | ')' | '"' | '\'' | '`' | '>' | ']')
                         || c.is_whitespace()
                 })
-                .unwrap_or(after.len());
+                .unwrap_or(window.len());
             let authority = &after[..end];
             let host = authority.rsplit('@').next().unwrap_or(authority);
             let host = host.split(':').next().unwrap_or(host).to_lowercase();
             let url_end = rest.len() - after.len() + end;
             let foreign = !host.is_empty() && !sites.contains(&site(&host));
             // A Markdown link's label is not the sentence's verb.
-            let before = match text[..at].strip_suffix("](") {
+            let preceding = &text[ceil_boundary(text, at.saturating_sub(LOOK_BACK_BYTES))..at];
+            let before = match preceding.strip_suffix("](") {
                 Some(before) => before.rfind('[').map_or(before, |label| &before[..label]),
-                None => &text[..at],
+                None => preceding,
             };
             (foreign && directs_there(before)).then(|| &rest[..url_end])
         })
         .next()
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The smallest char boundary of `text` at or above `at`.
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// The site of `host`: its last two labels, or three under a two-letter country code with a

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::form::Write;
+use super::html::editable_json;
 use super::impact;
 use super::page::{
     Nav, api_error, changed_by_someone_else, csrf_field, html_response, segment, shell,
@@ -270,9 +271,10 @@ fn editor(
             (csrf_field(signed))
             input type="hidden" name="revision" value=(revision);
             label for="definition" { "Definition (JSON)" }
-            textarea #definition name="definition" spellcheck="false" { (json) }
+            textarea #definition name="definition" spellcheck="false" { (editable_json(json)) }
             p.muted { "Nothing is written until you press Apply on the next page, which shows what \
-                the change would do. Write-only values read \"***\"; leaving them so keeps them." }
+                the change would do. Write-only values read \"***\"; leaving them so keeps them, unless the change \
+                moves where they are sent (a URL, the servers, a token endpoint): then give them again." }
             button type="submit" { "Preview changes" }
         }
     }
@@ -353,7 +355,7 @@ pub(super) async fn preview(
             (csrf_field(&signed))
             input type="hidden" name="revision" value=(form.revision);
             label for="definition" { "Definition (JSON)" }
-            textarea #definition name="definition" readonly spellcheck="false" { (form.definition) }
+            textarea #definition name="definition" readonly spellcheck="false" { (editable_json(&form.definition)) }
             p.row {
                 button type="submit" { "Apply" }
                 a href=(href) { "Cancel" }

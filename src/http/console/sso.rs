@@ -4,13 +4,23 @@
 //! else the ID token, whose `nonce` must be ours) is checked exactly like a bearer token and
 //! against the admin rule, then opens a session as a pasted token would.
 //!
-//! Bounds: the discovery document and the token answer are read up to 1 MiB within 10 s;
-//! at most [`MAX_PENDING`] sign-ins are in flight, each for [`PENDING_SECS`]; a `state` is good
-//! once, and only in the browser that started it (its cookie).
+//! Bounds: the discovery document and the token answer are read up to 1 MiB within 10 s.
+//! A sign-in in progress keeps nothing on the server: its `state`, PKCE verifier, nonce and
+//! expiry travel sealed (HMAC-SHA256 under a key of this process) in a cookie of the browser
+//! that started it, for [`PENDING_SECS`], so that no number of anonymous starts can push out
+//! another's sign-in. A `state` is good only in the browser that started it, and once: states
+//! used are remembered until they expire (at most [`MAX_USED`]).
+//!
+//! The issuer sends the browser back to a redirect URI made from configuration only
+//! (`TOOLGATE_PUBLIC_URL`, or the loopback address the gateway listens on): one made from a
+//! request's `Host` would let whoever sends a victim to `/console/sso` with a forged host
+//! receive the victim's code at a lax issuer.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use hmac::{Hmac, Mac};
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -24,8 +34,8 @@ use super::html::{error_page, html_response};
 use super::session::{self, unix_now};
 use crate::http::AppState;
 
-/// Sign-ins in flight at most.
-pub const MAX_PENDING: usize = 1000;
+/// Used states remembered at most (each until its sign-in would have expired).
+pub const MAX_USED: usize = 10_000;
 /// How long a sign-in may take at the issuer.
 pub const PENDING_SECS: i64 = 600;
 /// The cookie tying a callback to the browser that started the sign-in.
@@ -38,9 +48,14 @@ pub struct Sso {
     client_id: String,
     client_secret: Option<String>,
     issuer: String,
+    /// Where the issuer sends the browser back (from configuration only).
+    redirect_uri: String,
     http: reqwest::Client,
     endpoints: tokio::sync::OnceCell<Endpoints>,
-    pending: Mutex<HashMap<String, Pending>>,
+    /// Seals the state cookie; made at start, so a restart ends the sign-ins in progress.
+    seal: Hmac<Sha256>,
+    /// States already used, with when they expire.
+    used: Mutex<HashMap<String, i64>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -49,28 +64,40 @@ struct Endpoints {
     token_endpoint: String,
 }
 
+/// A sign-in in progress, as its cookie carries it.
+#[derive(Debug, serde::Serialize, Deserialize)]
 struct Pending {
+    state: String,
     verifier: String,
     nonce: String,
-    redirect_uri: String,
     expires_at: i64,
 }
 
 impl Sso {
-    /// The client `client_id` of `issuer`.
-    pub fn new(client_id: String, client_secret: Option<String>, issuer: String) -> Sso {
+    /// The client `client_id` of `issuer`, which sends browsers back under `base` (the public
+    /// URL, or the loopback address the gateway listens on).
+    pub fn new(
+        client_id: String,
+        client_secret: Option<String>,
+        issuer: String,
+        base: &str,
+    ) -> Sso {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system's random number generator works");
         Sso {
             client_id,
             client_secret,
             issuer: issuer.trim_end_matches('/').to_owned(),
+            redirect_uri: format!("{}/console/sso/callback", base.trim_end_matches('/')),
             http,
             endpoints: tokio::sync::OnceCell::new(),
-            pending: Mutex::new(HashMap::new()),
+            seal: Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes a key of any length"),
+            used: Mutex::new(HashMap::new()),
         }
     }
 
@@ -86,24 +113,48 @@ impl Sso {
             .await
     }
 
-    fn remember(&self, state: &str, pending: Pending) {
-        let now = unix_now();
-        let mut all = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        all.retain(|_, p| p.expires_at > now);
-        if all.len() >= MAX_PENDING
-            && let Some(oldest) = all
-                .iter()
-                .min_by_key(|(_, p)| p.expires_at)
-                .map(|(k, _)| k.clone())
-        {
-            all.remove(&oldest);
-        }
-        all.insert(state.to_owned(), pending);
+    /// `pending` as a cookie value: its JSON and the JSON's seal, each in base64url.
+    fn sealed(&self, pending: &Pending) -> String {
+        let json = serde_json::to_vec(pending).unwrap_or_default();
+        let mut mac = self.seal.clone();
+        mac.update(&json);
+        let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        format!(
+            "{}.{}",
+            b64.encode(&json),
+            b64.encode(mac.finalize().into_bytes())
+        )
     }
 
-    fn take(&self, state: &str) -> Option<Pending> {
-        let mut all = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
-        all.remove(state).filter(|p| p.expires_at > unix_now())
+    /// The sign-in a cookie value carries, if this process sealed it, it has not expired and
+    /// its state is `state` and was not used before (it is used now).
+    fn take(&self, cookie: &str, state: &str) -> Option<Pending> {
+        let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let (json, seal) = cookie.split_once('.')?;
+        let (json, seal) = (b64.decode(json).ok()?, b64.decode(seal).ok()?);
+        let mut mac = self.seal.clone();
+        mac.update(&json);
+        mac.verify_slice(&seal).ok()?;
+        let pending: Pending = serde_json::from_slice(&json).ok()?;
+        let now = unix_now();
+        if pending.state != state || pending.expires_at <= now {
+            return None;
+        }
+        let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        used.retain(|_, expires_at| *expires_at > now);
+        if used.contains_key(state) {
+            return None;
+        }
+        if used.len() >= MAX_USED
+            && let Some(oldest) = used
+                .iter()
+                .min_by_key(|(_, expires_at)| **expires_at)
+                .map(|(k, _)| k.clone())
+        {
+            used.remove(&oldest);
+        }
+        used.insert(state.to_owned(), pending.expires_at);
+        Some(pending)
     }
 }
 
@@ -144,30 +195,12 @@ fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
-/// Where the issuer sends the browser back: under the public URL when one is set, else this
-/// request's host.
-fn redirect_uri(state: &AppState, headers: &HeaderMap) -> String {
-    if let Some(public) = &state.mcp.settings.public_url {
-        return format!("{}/console/sso/callback", public.trim_end_matches('/'));
-    }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let scheme = if state.console.secure() {
-        "https"
-    } else {
-        "http"
-    };
-    format!("{scheme}://{host}/console/sso/callback")
-}
-
 fn refused(status: StatusCode, message: &str) -> Response {
     html_response(status, error_page("Single sign-on failed", message))
 }
 
 /// `GET /console/sso`: to the issuer's authorization endpoint.
-pub(super) async fn start(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(super) async fn start(State(state): State<AppState>) -> Response {
     let Some(sso) = &state.sso else {
         return super::html::not_found().await;
     };
@@ -176,11 +209,10 @@ pub(super) async fn start(State(state): State<AppState>, headers: HeaderMap) -> 
         Err(error) => return refused(StatusCode::BAD_GATEWAY, &error),
     };
     let (id, verifier, nonce) = (random(), random(), random());
-    let redirect_uri = redirect_uri(&state, &headers);
     let query = serde_urlencoded::to_string([
         ("response_type", "code"),
         ("client_id", sso.client_id.as_str()),
-        ("redirect_uri", redirect_uri.as_str()),
+        ("redirect_uri", sso.redirect_uri.as_str()),
         ("scope", "openid"),
         ("state", id.as_str()),
         ("nonce", nonce.as_str()),
@@ -188,15 +220,12 @@ pub(super) async fn start(State(state): State<AppState>, headers: HeaderMap) -> 
         ("code_challenge_method", "S256"),
     ])
     .unwrap_or_default();
-    sso.remember(
-        &id,
-        Pending {
-            verifier,
-            nonce,
-            redirect_uri,
-            expires_at: unix_now() + PENDING_SECS,
-        },
-    );
+    let sealed = sso.sealed(&Pending {
+        state: id,
+        verifier,
+        nonce,
+        expires_at: unix_now() + PENDING_SECS,
+    });
     let separator = if endpoints.authorization_endpoint.contains('?') {
         '&'
     } else {
@@ -209,7 +238,7 @@ pub(super) async fn start(State(state): State<AppState>, headers: HeaderMap) -> 
     .into_response();
     // Lax, not Strict: the callback is a navigation from the issuer's site.
     let cookie = format!(
-        "{STATE_COOKIE}={id}; Path=/console/sso; HttpOnly; SameSite=Lax; Max-Age={PENDING_SECS}{}",
+        "{STATE_COOKIE}={sealed}; Path=/console/sso; HttpOnly; SameSite=Lax; Max-Age={PENDING_SECS}{}",
         if state.console.secure() {
             "; Secure"
         } else {
@@ -274,16 +303,16 @@ pub(super) async fn callback(
         );
     };
     // The state must be the one this browser started, and unused.
-    if state_cookie(&headers) != Some(id.as_str()) {
+    let Some(cookie) = state_cookie(&headers) else {
         return refused(
             StatusCode::BAD_REQUEST,
             "This sign-in was not started in this browser; start again.",
         );
-    }
-    let Some(pending) = sso.take(&id) else {
+    };
+    let Some(pending) = sso.take(cookie, &id) else {
         return refused(
             StatusCode::BAD_REQUEST,
-            "This sign-in expired or was used already; start again.",
+            "This sign-in was not started in this browser, expired or was used already; start again.",
         );
     };
     let token = match exchange(sso, &code, &pending).await {
@@ -331,7 +360,7 @@ async fn exchange(sso: &Sso, code: &str, pending: &Pending) -> Result<Chosen, St
     let mut form = vec![
         ("grant_type", "authorization_code"),
         ("code", code),
-        ("redirect_uri", pending.redirect_uri.as_str()),
+        ("redirect_uri", sso.redirect_uri.as_str()),
         ("client_id", sso.client_id.as_str()),
         ("code_verifier", pending.verifier.as_str()),
     ];

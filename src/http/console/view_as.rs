@@ -13,6 +13,7 @@ use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use super::html::editable_json;
 use super::page::{Nav, html_response, shell};
 use super::session::Signed;
 use crate::domain::claims::Claims;
@@ -89,7 +90,7 @@ pub(super) async fn page(
         h1 { "View as" }
         form method="get" action="/console/view-as" {
             label for="claims" { "Claims (JSON)" }
-            textarea #claims name="claims" spellcheck="false" { (params.claims) }
+            textarea #claims name="claims" spellcheck="false" { (editable_json(&params.claims)) }
             label for="seen" { "Recently seen claim sets" }
             select #seen name="seen" {
                 option value="" { "(none: use the claims above)" }

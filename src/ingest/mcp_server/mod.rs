@@ -24,12 +24,23 @@ mod session;
 
 pub use session::{McpError, McpReply, McpSession};
 
-use crate::ingest::{FETCH_TIMEOUT, ImportedTool, IngestError, MAX_FETCH_BYTES, client};
+use crate::ingest::{
+    FETCH_TIMEOUT, Import, ImportIssue, ImportedTool, IngestError, MAX_FETCH_BYTES, client,
+};
 
 pub use session::PROTOCOL_VERSION;
 
 /// The most `tools/list` pages followed (a server that keeps returning cursors is cut off).
 const MAX_PAGES: usize = 100;
+
+/// The most bytes of tools one listing brings, across all its pages (each page is also read
+/// within [`MAX_FETCH_BYTES`]): the whole listing is kept in memory and in the catalog, so
+/// 100 pages of 16 MiB must not be.
+pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most bytes of one tool's definition (its JSON as the server sent it): bigger than any
+/// real tool's; one that is bigger is skipped and reported, not imported.
+pub const MAX_TOOL_BYTES: usize = 256 * 1024;
 
 /// Annotation hints that become tags, with the value MCP says to assume when a hint is absent.
 pub const HINT_TAGS: [(&str, &str, bool); 4] = [
@@ -39,25 +50,83 @@ pub const HINT_TAGS: [(&str, &str, bool); 4] = [
     ("openWorldHint", "open-world", true),
 ];
 
-/// Lists the tools of the MCP server at `url`.
+/// Lists the tools of the MCP server at `url`: what it defines, and the tools skipped for
+/// their size ([`MAX_TOOL_BYTES`]).
 pub async fn list_tools(
     source_name: &str,
     url: &str,
     headers: &[(String, String)],
-) -> Result<Vec<ImportedTool>, IngestError> {
+) -> Result<Import, IngestError> {
     let mut session = McpSession::new(client()?, url, headers, FETCH_TIMEOUT, MAX_FETCH_BYTES)
         .map_err(ingest_error)?;
     let result = list_all(&mut session).await;
     session.close().await;
-    let (instructions, tools) = result.map_err(ingest_error)?;
-    tools
+    let (instructions, tools, issues) = result.map_err(ingest_error)?;
+    let tools = tools
         .iter()
         .map(|tool| {
             let mut imported = tool_from_mcp(source_name, tool)?;
             imported.definition = Arc::new(definition(tool, instructions.as_ref()));
             Ok(imported)
         })
-        .collect()
+        .collect::<Result<_, IngestError>>()?;
+    Ok(Import { tools, issues })
+}
+
+/// The size of `value` as JSON, without writing it anywhere.
+fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a Value to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// The tools of one page kept, within the listing's bound (`listed`: the bytes kept so far):
+/// a tool past [`MAX_TOOL_BYTES`] becomes an issue; a listing past [`MAX_LISTING_BYTES`] is
+/// refused whole (part of a listing would take tools away that the server still defines).
+///
+/// Each tool's definition holds the server's `instructions` too, so each tool is charged
+/// their size (`instructions_size`) besides its own.
+fn keep_page(
+    page_tools: &[Value],
+    instructions_size: usize,
+    listed: &mut usize,
+    tools: &mut Vec<Value>,
+    issues: &mut Vec<ImportIssue>,
+) -> Result<(), McpError> {
+    for tool in page_tools {
+        let size = json_size(tool);
+        if size > MAX_TOOL_BYTES {
+            let name = tool.get("name").and_then(Value::as_str);
+            let shown: String = name.unwrap_or("?").chars().take(200).collect();
+            issues.push(ImportIssue::skipped(
+                format!("tools/list {shown}"),
+                name.map(|n| n.chars().take(200).collect::<String>()).as_deref(),
+                format!(
+                    "the tool's definition is {size} bytes, more than the {MAX_TOOL_BYTES} a tool may have"
+                ),
+            ));
+            continue;
+        }
+        *listed += size + instructions_size;
+        if *listed > MAX_LISTING_BYTES {
+            return Err(McpError::TooLarge(format!(
+                "the MCP server's tools/list holds more than {MAX_LISTING_BYTES} bytes of tools across its pages; nothing was imported"
+            )));
+        }
+        tools.push(tool.clone());
+    }
+    Ok(())
 }
 
 /// A tool's definition (`crate::domain::definition`): the upstream's whole tool object, and the
@@ -151,15 +220,25 @@ fn ingest_error(error: McpError) -> IngestError {
 }
 
 /// The handshake, then every page of `tools/list`: the server's `instructions` (when it gives
-/// some) and the tools.
-async fn list_all(session: &mut McpSession) -> Result<(Option<Value>, Vec<Value>), McpError> {
+/// some), the tools, and the tools skipped for their size.
+async fn list_all(
+    session: &mut McpSession,
+) -> Result<(Option<Value>, Vec<Value>, Vec<ImportIssue>), McpError> {
     let instructions = session
         .initialize()
         .await?
         .get("instructions")
         .filter(|instructions| !instructions.is_null())
         .cloned();
+    let instructions_size = instructions.as_ref().map_or(0, json_size);
+    if instructions_size > MAX_TOOL_BYTES {
+        return Err(McpError::TooLarge(format!(
+            "the MCP server's instructions are {instructions_size} bytes, more than the {MAX_TOOL_BYTES} they may have (they are part of every tool's definition); nothing was imported"
+        )));
+    }
     let mut tools = Vec::new();
+    let mut issues = Vec::new();
+    let mut listed = 0;
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let params = match &cursor {
@@ -168,7 +247,15 @@ async fn list_all(session: &mut McpSession) -> Result<(Option<Value>, Vec<Value>
         };
         let page = session.request("tools/list", params).await?.result;
         match page.get("tools") {
-            Some(Value::Array(page_tools)) => tools.extend(page_tools.iter().cloned()),
+            Some(Value::Array(page_tools)) => {
+                keep_page(
+                    page_tools,
+                    instructions_size,
+                    &mut listed,
+                    &mut tools,
+                    &mut issues,
+                )?;
+            }
             _ => {
                 return Err(McpError::Invalid(
                     "the MCP server's tools/list result has no 'tools' array".to_owned(),
@@ -181,7 +268,7 @@ async fn list_all(session: &mut McpSession) -> Result<(Option<Value>, Vec<Value>
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
         if cursor.is_none() {
-            return Ok((instructions, tools));
+            return Ok((instructions, tools, issues));
         }
     }
     Err(McpError::Invalid(format!(

@@ -31,7 +31,7 @@ use super::{
 use crate::domain::model::{Catalog, Tool};
 use crate::domain::stamp::Stamp;
 use crate::domain::validate::{ErrorKind, FieldError};
-use crate::ingest::refresh::RefreshSummary;
+use crate::ingest::refresh::{Prepared, RefreshSummary};
 use crate::ingest::{Import, IngestError, IssueOutcome};
 use crate::store::{Backup, EntityKind, StoreError};
 use crate::telemetry::Metrics;
@@ -62,7 +62,8 @@ pub struct Created<E> {
 }
 
 /// A new version of one entity: the whole entity (`PUT`), or an RFC 7396 merge patch of the
-/// stored one (`PATCH`), applied to the version the write finds.
+/// stored one (`PATCH`, merged onto it as reads show it: secrets masked), applied to the
+/// version the write finds.
 #[derive(Debug, Clone)]
 pub enum Edit<E> {
     Replace(E),
@@ -76,7 +77,10 @@ impl<E: CatalogEntity> Edit<E> {
             Edit::Replace(entity) => return Ok(entity.clone()),
             Edit::Patch(patch) => patch,
         };
-        let mut merged = serde_json::to_value(current).map_err(|error| {
+        // Merged onto the entity as an admin reads it, its secrets masked: a secret the patch
+        // does not give is a mask that the write puts the stored value back for, unless the
+        // patch moves where it is sent (then the write refuses it, as it would a `PUT`).
+        let mut merged = serde_json::to_value(current.redacted().as_ref()).map_err(|error| {
             WriteError::Internal(format!(
                 "a stored {} does not serialise: {error}",
                 E::KIND.noun()
@@ -144,12 +148,14 @@ impl Commands {
         }
         self.catalog.check(precondition).await?;
         let imported = entity.import_on_create().await?;
+        let prepared = prepare(&self.catalog, &entity, imported.as_ref());
         let stamp = stamp(actor);
         let focus = focus::<E>(entity.id());
         let (import, revision) = self
             .catalog
             .write_if(actor, Some(&focus), precondition, |catalog| {
-                let (notes, summary) = apply_create(catalog, &entity, imported.as_ref(), &stamp)?;
+                let imported = imported.as_ref().map(|i| (i, &prepared));
+                let (notes, summary) = apply_create(catalog, &entity, imported, &stamp)?;
                 Ok(Mutation {
                     notes,
                     value: summary,
@@ -181,24 +187,27 @@ impl Commands {
         let current = find::<E>(self.catalog.snapshot().catalog(), id).cloned();
         // What the new version imports is fetched from the version the current catalog gives;
         // the write applies it with the change.
-        let imported = match current {
+        let (imported, prepared) = match current {
             Some(before) => {
                 self.catalog.check(precondition).await?;
                 let mut next = edit.apply(&before)?;
                 // A mask must never reach an upstream as a credential; the write reports it.
-                if next.keep_stored_secrets(Some(&before)).is_empty() {
+                let imported = if next.keep_stored_secrets(Some(&before)).is_empty() {
                     next.import_on_update(&before).await?
                 } else {
                     None
-                }
+                };
+                let prepared = prepare(&self.catalog, &next, imported.as_ref());
+                (imported, prepared)
             }
-            None => None,
+            None => (None, Prepared::default()),
         };
         let stamp = stamp(actor);
         let (entity, revision) = self
             .catalog
             .write_if(actor, Some(&focus::<E>(id)), precondition, |catalog| {
-                let (notes, next) = apply_update(catalog, id, &edit, imported.as_ref(), &stamp)?;
+                let imported = imported.as_ref().map(|i| (i, &prepared));
+                let (notes, next) = apply_update(catalog, id, &edit, imported, &stamp)?;
                 Ok(Mutation { notes, value: next })
             })
             .await?;
@@ -399,11 +408,25 @@ fn find<'c, E: CatalogEntity>(catalog: &'c Catalog, id: &str) -> Option<&'c E> {
     E::all(catalog).iter().find(|e| e.id() == id)
 }
 
-/// Adds `entity`, stamped as created, with what it imported; its import summary.
+/// What `entity`'s import can work out before the write takes the lock, against the current
+/// snapshot (outside the lock: a hostile upstream's definitions cost the other writers nothing).
+fn prepare<E: CatalogEntity>(
+    catalog: &CatalogService,
+    entity: &E,
+    imported: Option<&Import>,
+) -> Prepared {
+    match imported {
+        Some(import) => entity.prepare_import(catalog.snapshot().catalog(), import),
+        None => Prepared::default(),
+    }
+}
+
+/// Adds `entity`, stamped as created, with what it imported (and what was prepared of it
+/// before the write); its import summary.
 pub fn apply_create<E: CatalogEntity>(
     catalog: &mut Catalog,
     entity: &E,
-    imported: Option<&Import>,
+    imported: Option<(&Import, &Prepared)>,
     stamp: &Stamp,
 ) -> Result<(Vec<AuditNote>, Option<RefreshSummary>), WriteError> {
     if find::<E>(catalog, entity.id()).is_some() {
@@ -415,8 +438,9 @@ pub fn apply_create<E: CatalogEntity>(
     let id = entity.id().to_owned();
     E::all_mut(catalog).push(entity);
     let mut summary = None;
-    if let Some(import) = imported {
-        let (done, refresh) = apply_import(catalog, &id, import, stamp, ImportedBy::AdminWrite)?;
+    if let Some((import, prepared)) = imported {
+        let by = ImportedBy::AdminWrite;
+        let (done, refresh) = apply_import(catalog, &id, import, prepared, stamp, by)?;
         notes.extend(refresh);
         summary = Some(done);
     }
@@ -430,7 +454,7 @@ pub fn apply_update<E: CatalogEntity>(
     catalog: &mut Catalog,
     id: &str,
     edit: &Edit<E>,
-    imported: Option<&Import>,
+    imported: Option<(&Import, &Prepared)>,
     stamp: &Stamp,
 ) -> Result<(Vec<AuditNote>, E), WriteError> {
     let items = E::all_mut(catalog);
@@ -460,8 +484,9 @@ pub fn apply_update<E: CatalogEntity>(
     stamp.updated(&mut next, &before);
     items[position] = next.clone();
     let mut notes = vec![note(AuditAction::Update, id, Some(&before), Some(&next))];
-    if let Some(import) = imported {
-        let (_, refresh) = apply_import(catalog, id, import, stamp, ImportedBy::AdminWrite)?;
+    if let Some((import, prepared)) = imported {
+        let by = ImportedBy::AdminWrite;
+        let (_, refresh) = apply_import(catalog, id, import, prepared, stamp, by)?;
         notes.extend(refresh);
     }
     Ok((notes, next))

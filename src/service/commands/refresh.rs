@@ -6,7 +6,7 @@ use super::{CommandError, Written};
 use crate::domain::model::{Catalog, SourceType};
 use crate::domain::source_config::Pinning;
 use crate::domain::stamp::Stamp;
-use crate::ingest::refresh::{self, Approval, RefreshSummary};
+use crate::ingest::refresh::{self, Approval, Prepared, RefreshSummary};
 use crate::ingest::{self, Import};
 use crate::service::{
     Actor, AuditAction, AuditNote, CatalogService, Mutation, Precondition, WriteError,
@@ -76,12 +76,15 @@ pub(super) async fn refresh_source(
         });
     }
     let import = ingest::fetch(&source).await?;
+    // Before the lock: what a hostile upstream's definitions cost is not paid by every writer.
+    let prepared = Prepared::of(catalog.snapshot().catalog(), &source, &import);
     let (value, revision) = catalog
         .write_if(actor, None, precondition, |current| {
             if !current.sources.iter().any(|s| s.id == id) {
                 return Err(not_found());
             }
-            let (summary, notes) = apply_import(current, id, &import, stamp, ImportedBy::Refresh)?;
+            let by = ImportedBy::Refresh;
+            let (summary, notes) = apply_import(current, id, &import, &prepared, stamp, by)?;
             Ok(Mutation {
                 notes,
                 value: summary,
@@ -99,12 +102,13 @@ pub(super) enum ImportedBy {
     Refresh,
 }
 
-/// Applies an import to `catalog` and returns its summary with the audit note of the refresh
-/// (none when nothing changed).
+/// Applies an import to `catalog` (with what was `prepared` of it before the write) and returns
+/// its summary with the audit note of the refresh (none when nothing changed).
 pub(super) fn apply_import(
     catalog: &mut Catalog,
     source_id: &str,
     import: &Import,
+    prepared: &Prepared,
     stamp: &Stamp,
     by: ImportedBy,
 ) -> Result<(RefreshSummary, Vec<AuditNote>), WriteError> {
@@ -119,12 +123,11 @@ pub(super) fn apply_import(
                 .unwrap_or_default(),
         ),
     };
-    let summary = refresh::apply(catalog, source_id, import, stamp, approval).map_err(|error| {
-        WriteError::Conflict {
+    let summary = refresh::apply_prepared(catalog, source_id, import, prepared, stamp, approval)
+        .map_err(|error| WriteError::Conflict {
             reason: error.to_string(),
             in_the_way: Vec::new(),
-        }
-    })?;
+        })?;
     let notes = if summary.changed() {
         vec![AuditNote {
             action: AuditAction::Refresh,

@@ -20,8 +20,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 
 use super::Caller;
-use crate::domain::claims::{ACT_CLAIM, Claims, DELEGATION_CLAIM};
-use crate::domain::delegation::{Chain, ScopeItem, depth, level_claims, per_token};
+use crate::domain::claims::{ACT_CLAIM, ClaimPath, Claims, DELEGATION_CLAIM, project};
+use crate::domain::delegation::{
+    Chain, ScopeItem, covers, depth, is_own_path, level_claims, per_token,
+};
 use crate::domain::manifest::ManifestOptions;
 use crate::domain::snapshot::Snapshot;
 
@@ -153,7 +155,13 @@ impl Delegations {
                 "no signing key is available yet; try again in a few seconds".to_owned(),
             )
         })?;
-        let payload = payload(self.keys.issuer().issuer(), claims, &kept, (now, exp));
+        let payload = payload(
+            self.keys.issuer().issuer(),
+            claims,
+            snapshot.read_paths(),
+            &kept,
+            (now, exp),
+        );
         let access_token = key.sign(&payload).map_err(|error| {
             ExchangeError::Unavailable(format!("the token could not be signed: {error}"))
         })?;
@@ -287,16 +295,37 @@ fn kept_scope(
     Ok(items)
 }
 
-/// The delegated token's claims (see the module docs).
+/// The claim paths a new level of a chain carries: `sub`, `aud`, and what the policies `read`
+/// now (but the paths of a delegation's own making), within what the chain carried `before`.
+fn carried_paths(read: &[ClaimPath], before: Option<&[Vec<String>]>) -> Vec<ClaimPath> {
+    let registered = ["sub", "aud"]
+        .into_iter()
+        .filter_map(|name| ClaimPath::parse(name).ok());
+    let mut paths: Vec<ClaimPath> = read
+        .iter()
+        .filter(|path| !is_own_path(path.segments()))
+        .cloned()
+        .chain(registered)
+        .filter(|path| before.is_none_or(|before| covers(before, path.segments())))
+        .collect();
+    paths.sort_by(|a, b| a.segments().cmp(b.segments()));
+    paths.dedup_by(|a, b| a.segments() == b.segments());
+    paths
+}
+
+/// The delegated token's claims (see the module docs). `read`: the claim paths the policies
+/// read now; of the claims the chain started from, only those (and `sub` and `aud`) are
+/// carried, and the paths carried are listed with them ([`CARRIED`]).
 fn payload(
     issuer: &str,
     claims: &Claims,
+    read: &[ClaimPath],
     kept: &[ScopeItem],
     (now, exp): (i64, i64),
 ) -> Map<String, Value> {
     // The claims the chain started from, every scope so far, and every level's per-token
     // claims so far (the subject's last).
-    let (origin, mut scopes, tokens) = match Chain::of(claims) {
+    let (origin, mut scopes, tokens, before) = match Chain::of(claims) {
         Some(Ok(chain)) => {
             let n = chain.scopes.len();
             let tokens = claims
@@ -305,18 +334,31 @@ fn payload(
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            (level_claims(claims, n, 0), chain.scopes, tokens)
+            (
+                level_claims(claims, n, 0),
+                chain.scopes,
+                tokens,
+                chain.carried,
+            )
         }
         // A caller's claims carry a readable chain or none (the verifier makes them).
         Some(Err(())) | None => {
             let mut origin = claims.clone();
             origin.remove(DELEGATION_CLAIM);
             let tokens = vec![per_token(&origin)];
-            (origin, Vec::new(), tokens)
+            (origin, Vec::new(), tokens, None)
         }
     };
+    let paths = carried_paths(read, before.as_deref());
+    let origin = project(&origin, &paths);
     scopes.push(kept.to_vec());
-    let mut carried = Chain { scopes }.to_claim();
+    let carried_segments: Vec<Vec<String>> =
+        paths.iter().map(|path| path.segments().to_vec()).collect();
+    let mut carried = Chain {
+        scopes,
+        carried: Some(carried_segments),
+    }
+    .to_claim();
     carried["tokens"] = Value::Array(tokens);
     carried["claims"] = Value::Object(origin.clone());
     let mut act = Map::new();

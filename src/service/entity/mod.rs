@@ -17,13 +17,14 @@ use crate::domain::model::{AccessPolicy, Catalog, Label, Source, Tool, ToolGroup
 use crate::domain::stamp::Stamped;
 use crate::domain::validate::{ErrorKind, FieldError};
 use crate::domain::{secrets, source_config};
+use crate::ingest::refresh::Prepared;
 use crate::ingest::{self, Import, IngestError};
 use crate::store::EntityKind;
 
 mod page;
 mod tool_body;
 
-pub use page::{ListQuery, Page, UnknownFilter, page};
+pub use page::{FilterError, ListQuery, MAX_FILTER_CHARS, Page, page};
 use tool_body::{explicit_schema_with_arguments, tool_from_descriptor};
 
 /// One list filter of a collection, `GET /admin/<collection>?<name>=<value>`.
@@ -92,6 +93,12 @@ pub trait CatalogEntity:
         _before: &Self,
     ) -> impl std::future::Future<Output = Result<Option<Import>, IngestError>> + Send {
         std::future::ready(Ok(None))
+    }
+
+    /// What an import of this entity can work out before the write takes the catalog's lock
+    /// (`catalog`: the current snapshot's): nothing, but for a source.
+    fn prepare_import(&self, _catalog: &Catalog, _import: &Import) -> Prepared {
+        Prepared::default()
     }
 
     /// Rewrites a create body written in another accepted shape into the entity's own, and
@@ -174,6 +181,9 @@ impl CatalogEntity for Source {
     }
     fn keep_stored_secrets(&mut self, stored: Option<&Self>) -> Vec<FieldError> {
         secrets::keep_stored(self, stored)
+    }
+    fn prepare_import(&self, catalog: &Catalog, import: &Import) -> Prepared {
+        Prepared::of(catalog, self, import)
     }
     async fn import_on_create(&self) -> Result<Option<Import>, IngestError> {
         if !self.enabled || source_config::import_config(self).is_err() {
@@ -404,22 +414,24 @@ fn reference(field: String, noun: &str, id: &str, owner: &str) -> FieldError {
 }
 
 /// Whether `text` occurs in the tool's id, name or description, ignoring case (Unicode lower
-/// case on both sides; an empty text occurs everywhere).
+/// case on both sides; an empty text occurs everywhere). Linear in the tool's texts: `text` is
+/// at most [`MAX_FILTER_CHARS`] long (the listing refuses longer values), and each field is
+/// searched once.
 fn mentions(tool: &Tool, text: &str) -> bool {
     let needle = text.to_lowercase();
+    if needle.is_empty() {
+        return true;
+    }
+    // ASCII text, the common case, without lowering a copy of every field: one automaton.
+    let ascii = needle.is_ascii().then(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build([needle.as_str()])
+    });
     [&tool.id, &tool.name, &tool.description]
         .into_iter()
-        .any(|field| contains_lowercase(field, &needle))
-}
-
-fn contains_lowercase(haystack: &str, needle: &str) -> bool {
-    if haystack.is_ascii() && needle.is_ascii() {
-        // No allocation for the common case: a window compare ignoring ASCII case.
-        let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
-        return needle.is_empty()
-            || haystack
-                .windows(needle.len())
-                .any(|window| window.eq_ignore_ascii_case(needle));
-    }
-    haystack.to_lowercase().contains(needle)
+        .any(|field| match &ascii {
+            Some(Ok(automaton)) if field.is_ascii() => automaton.is_match(field.as_str()),
+            _ => field.to_lowercase().contains(&needle),
+        })
 }

@@ -30,12 +30,14 @@ pub(super) type LastBackup = Mutex<Option<Backup>>;
 /// Writes a copy of `db` into `dir` (created if missing) as
 /// `toolgate-r<revision>-<YYYYMMDDTHHMMSSZ>.redb`; `now` names it. If `last` is of the current
 /// revision and its file is still there, that is the answer (`created: false`). One backup at
-/// a time: `last` is held throughout.
+/// a time: `last` is held throughout. After a new backup, only the newest `keep` are left
+/// ([`prune`]).
 pub(super) fn write(
     db: &Database,
     dir: &Path,
     now: chrono::DateTime<chrono::Utc>,
     last: &LastBackup,
+    keep: usize,
 ) -> Result<Backup, StoreError> {
     let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
     let read = db.begin_read().during("starting the backup")?;
@@ -69,12 +71,43 @@ pub(super) fn write(
         })
     });
     match &result {
-        Ok(backup) => *last = Some(backup.clone()),
+        Ok(backup) => {
+            *last = Some(backup.clone());
+            prune(dir, &backup.file, keep);
+        }
         Err(_) => {
             let _ = std::fs::remove_file(&partial);
         }
     }
     result
+}
+
+/// Removes the backups of `dir` beyond the newest `keep` (by modification time; `newest`, the
+/// one just written, is always kept). Only files named as backups are touched; a file that
+/// cannot be removed is logged and left.
+fn prune(dir: &Path, newest: &str, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut backups: Vec<(std::time::SystemTime, String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let is_backup = name.starts_with("toolgate-r") && name.ends_with(".redb");
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            is_backup.then(|| (modified, name, entry.path()))
+        })
+        .collect();
+    // Newest first; the one just written first of all, whatever the clock says.
+    backups.sort_by(|a, b| (b.1 == newest, b.0, &b.1).cmp(&(a.1 == newest, a.0, &a.1)));
+    for (_, name, path) in backups.into_iter().skip(keep.max(1)) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::info!(file = %name, keep, "old backup removed"),
+            Err(error) => {
+                tracing::warn!(file = %name, %error, "an old backup could not be removed")
+            }
+        }
+    }
 }
 
 /// Gives the finished copy at `partial` its name, never replacing a file: another backup of

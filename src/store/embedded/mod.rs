@@ -44,6 +44,9 @@ pub const FILE_NAME: &str = "toolgate.redb";
 /// The folder of the data dir that backups are written to.
 pub const BACKUPS_DIR: &str = "backups";
 
+/// Backups kept unless told otherwise (`TOOLGATE_BACKUP_KEEP`).
+pub const DEFAULT_BACKUP_KEEP: usize = 10;
+
 /// The catalog, its revision and the audit log in one redb file. Cheap to share behind an `Arc`;
 /// the file stays locked until the store (and any operation still running) is dropped.
 #[derive(Clone)]
@@ -51,6 +54,8 @@ pub struct EmbeddedStore {
     db: Arc<Database>,
     path: PathBuf,
     last_backup: Arc<backup::LastBackup>,
+    /// How many backups [`CatalogStore::backup`] keeps.
+    backup_keep: usize,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -76,7 +81,7 @@ impl EmbeddedStore {
     /// Blocks (it may fsync, check every page of the file, or repair it after a crash): call
     /// it at start-up, before serving, or from a blocking task.
     pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|error| {
+        create_private_dir(dir).map_err(|error| {
             StoreError::Unavailable(format!(
                 "cannot create the data dir {}: {error}",
                 dir.display()
@@ -84,7 +89,10 @@ impl EmbeddedStore {
         })?;
         let path = dir.join(FILE_NAME);
         let db = match std::fs::metadata(&path) {
-            Ok(metadata) => open_existing(dir, &path, &metadata)?,
+            Ok(metadata) => {
+                warn_if_readable_by_others(dir, &path);
+                open_existing(dir, &path, &metadata)?
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => create_new(dir, &path)?,
             Err(error) => {
                 return Err(StoreError::Unavailable(format!(
@@ -99,7 +107,15 @@ impl EmbeddedStore {
             db: Arc::new(db),
             path,
             last_backup: Arc::default(),
+            backup_keep: DEFAULT_BACKUP_KEEP,
         })
+    }
+
+    /// Keeps the newest `keep` backups (at least one): after each new backup, older files in
+    /// the backups folder beyond them are removed.
+    pub fn keeping_backups(mut self, keep: usize) -> EmbeddedStore {
+        self.backup_keep = keep.max(1);
+        self
     }
 
     /// Where [`CatalogStore::backup`] writes: `backups` in the data dir.
@@ -151,6 +167,53 @@ fn create_tables(db: &Database) -> Result<(), StoreError> {
     txn.open_table(tables::SIGNING_KEYS)
         .during("creating table `signing_keys`")?;
     txn.commit().during("preparing the store")
+}
+
+/// Creates the data dir and any missing parents, 0700 on Unix: the store holds every source's
+/// credentials and the delegation signing keys, so no other user may list or read it. A
+/// folder that exists keeps its mode ([`warn_if_readable_by_others`] says so at start).
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates `path` empty, 0600 on Unix, where nothing exists (redb then opens it as it is).
+fn create_private_file(path: &Path) -> io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
+}
+
+/// Logs a warning, naming the path and the command that fixes it, when the data dir or the
+/// store file that exists can be read (or the folder listed) by other users than the
+/// gateway's: stores made before toolgate made them private, or copied in with another mode.
+/// Not refused: the operator may share the folder on purpose (a group of the gateway's own).
+fn warn_if_readable_by_others(dir: &Path, file: &Path) {
+    #[cfg(unix)]
+    for (path, private) in [(dir, "0700"), (file, "0600")] {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(metadata) = std::fs::metadata(path) else {
+            continue;
+        };
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                path = %path.display(),
+                mode = format!("{mode:04o}"),
+                "the store holds every source's credentials and the delegation signing keys, \
+                 but other users than the gateway's can read this; make it private with \
+                 `chmod {private} {}`",
+                path.display()
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, file);
 }
 
 /// Opens a `toolgate.redb` that exists, checking every page, and only if it is a toolgate
@@ -236,6 +299,9 @@ fn create_new(dir: &Path, path: &Path) -> Result<Database, StoreError> {
             )));
         }
     }
+    create_private_file(&staging).map_err(|error| {
+        StoreError::Unavailable(format!("cannot create {}: {error}", staging.display()))
+    })?;
     let db = Database::create(&staging).map_err(|error| open_error(dir, &staging, error))?;
     create_tables(&db)?;
     drop(db);
@@ -322,7 +388,8 @@ impl CatalogStore for EmbeddedStore {
         let dir = self.backups_dir();
         let now = chrono::Utc::now();
         let last = Arc::clone(&self.last_backup);
-        self.run(move |db| backup::write(db, &dir, now, &last))
+        let keep = self.backup_keep;
+        self.run(move |db| backup::write(db, &dir, now, &last, keep))
             .await
             .map(Some)
     }
