@@ -2,7 +2,7 @@
 //!
 //! It is a list of claim matchers (the same shape and semantics as policy matchers), any one of
 //! which makes the token an admin. The default is `roles equals admin` or
-//! `realm_access.roles equals admin` (API.md, Authentication): an exact string or an exact
+//! `realm_access.roles equals admin` (docs/api.md, Authentication): an exact string or an exact
 //! array element. Never `contains`, which on a string claim is a substring test and made
 //! `"non-admin"`, `"badminton-club"` and `"superadministrator"` admins.
 

@@ -21,7 +21,7 @@ pub struct AuthSettings {
     pub audience: Option<String>,
     /// Clock skew tolerated when checking `exp` and `nbf`.
     pub leeway: Duration,
-    /// Refuse tokens without `exp` (API.md, Authentication; on unless
+    /// Refuse tokens without `exp` (docs/api.md, Authentication; on unless
     /// `TOOLGATE_JWT_REQUIRE_EXP=false`).
     pub require_exp: bool,
     /// How often the JWKS is refetched in the background.

@@ -19,7 +19,7 @@
 //! access entry carries a MAC (keyed BLAKE3, with a key derived from a secret every instance
 //! shares, [`SharedKey`]) over its key and its content; an entry whose MAC does not check out,
 //! or that was copied to another key, is ignored, counted and logged, and the instance
-//! evaluates the claims itself (SEMANTICS.md section 9). Group entries are never read back.
+//! evaluates the claims itself (docs/semantics.md section 9). Group entries are never read back.
 //!
 //! Nothing here is on the critical path of a failure: every call is bounded, skipped while
 //! Redis is down ([`RedisHealth::may_call`](crate::redis_link::RedisHealth::may_call)), and

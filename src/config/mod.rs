@@ -116,7 +116,7 @@ pub struct Settings {
     pub redis_url: Option<Secret>,
     /// The key that authenticates what this instance shares through Redis (decisions another
     /// instance may reuse). Without it, decisions are not shared: an entry that cannot be
-    /// checked must never grant anything (SEMANTICS.md section 9).
+    /// checked must never grant anything (docs/semantics.md section 9).
     pub redis_secret: Option<Secret>,
     /// Time limit for one ordinary request (not for SSE streams).
     pub request_timeout: Duration,

@@ -1,4 +1,4 @@
-//! Claim paths and claim operators (SEMANTICS.md sections 2 and 3).
+//! Claim paths and claim operators (docs/semantics.md sections 2 and 3).
 //!
 //! Everything that can be wrong with a matcher (a bad path, an unknown operator, a value of the
 //! wrong shape, an invalid regular expression) is found when the matcher is compiled, i.e. when
@@ -154,7 +154,7 @@ impl Number {
         }
     }
 
-    /// A string that is a JSON number with nothing around it (SEMANTICS.md section 3): not
+    /// A string that is a JSON number with nothing around it (docs/semantics.md section 3): not
     /// `"+2"`, `"02"`, `".5"`, `"2."`, `" 2"`, `"inf"`, which Rust's parsers would accept.
     fn parse(text: &str) -> Option<Number> {
         if !is_json_number(text) {

@@ -1,5 +1,5 @@
 //! The decision: claims → matching policies → granted and denied tools → manifest
-//! (SEMANTICS.md sections 4 and 6).
+//! (docs/semantics.md sections 4 and 6).
 //!
 //! Per-tool priority is computed level by level over bitsets: walking the matching policies from
 //! the highest priority down, a tool is decided by the first level whose policies cover it; it is
@@ -173,7 +173,7 @@ impl Snapshot {
         }
     }
 
-    /// The manifest for these claims and options (SEMANTICS.md section 6).
+    /// The manifest for these claims and options (docs/semantics.md section 6).
     pub fn manifest(&self, claims: &Claims, options: &ManifestOptions) -> Manifest<'_> {
         let decision = self.decide(claims);
         self.manifest_from(&decision, options)
@@ -195,7 +195,7 @@ impl Snapshot {
         manifest
     }
 
-    /// The tools a manifest lists for `decision` under `options` (steps 2 and 3 of SEMANTICS.md
+    /// The tools a manifest lists for `decision` under `options` (steps 2 and 3 of docs/semantics.md
     /// section 6), and its warnings: what both the manifest and a decision about one tool
     /// ([`super::verdict`]) are built from, so that they cannot disagree.
     pub(super) fn listed(

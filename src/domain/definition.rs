@@ -1,5 +1,5 @@
 //! A tool's **definition**: everything an agent or the upstream acts on, as the upstream gives
-//! it (API.md, "Approved tool definitions"), and the hashes that tell one definition from another.
+//! it (docs/api.md, "Approved tool definitions"), and the hashes that tell one definition from another.
 //!
 //! - `mcp`: `{"tool": <the upstream's whole tool object>, "instructions": <the server's>}`
 //!   (`instructions` absent when the server gives none).

@@ -1,4 +1,4 @@
-//! Delegation that only narrows (SEMANTICS.md section 6, step 4; API.md "Delegation").
+//! Delegation that only narrows (docs/semantics.md section 6, step 4; docs/api.md "Delegation").
 //!
 //! A delegated token (minted by toolgate's `/oauth/token` from a token it accepts) is evaluated
 //! as a claim set `C_n`: the claims the chain was made from (`C_0`) with the token's own

@@ -81,7 +81,7 @@ impl Field {
 pub struct Fields(u16);
 
 impl Fields {
-    /// Every field: the manifest of SEMANTICS.md section 6, and the default.
+    /// Every field: the manifest of docs/semantics.md section 6, and the default.
     pub const ALL: Fields = Fields((1 << Field::ALL.len()) - 1);
 
     /// The fields named in `names` (`tool_id` added), or the first name that is not a field.

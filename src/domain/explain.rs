@@ -1,4 +1,4 @@
-//! Why an agent gets what it gets (SEMANTICS.md section 7), for admin preview and for
+//! Why an agent gets what it gets (docs/semantics.md section 7), for admin preview and for
 //! `GET /admin/groups/{id}/tools`.
 //!
 //! Explanations are computed on demand from the same compiled snapshot and the same decision as
@@ -38,7 +38,7 @@ pub struct Explanation {
     pub delegation: Option<DelegationExplanation>,
 }
 
-/// What a delegation chain did to a claim set's tools (SEMANTICS.md section 6, step 4).
+/// What a delegation chain did to a claim set's tools (docs/semantics.md section 6, step 4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DelegationExplanation {
     /// Nested `act` levels of the claims.

@@ -1,4 +1,4 @@
-//! Deterministic findings on a tool definition (API.md, "Approved tool definitions"): what an
+//! Deterministic findings on a tool definition (docs/api.md, "Approved tool definitions"): what an
 //! upstream could hide in a definition to steer the model or widen what a call does. No model
 //! in the loop: the same definition always gets the same findings, each with a rule id, a
 //! severity, the JSON path it is at and an excerpt, so an admin can see why.

@@ -4,7 +4,7 @@
 //! read (and whether the caller is an admin only through the paths the admin rule reads). So
 //! the key is the **projection** of the claims onto those paths: for each path, in a fixed
 //! order, the path and the value found there (or "absent"). That is exact in both directions
-//! (SEMANTICS.md section 6.4):
+//! (docs/semantics.md section 6.4):
 //! - two tokens that differ in a claim a policy reads never share a key, whatever the claim is
 //!   called (`sid`, `jti`, `iat` included: a deny on `sid` is what an administrator writes
 //!   during an incident, and a key that dropped "volatile" claims let a denied token reuse an

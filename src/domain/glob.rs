@@ -1,4 +1,4 @@
-//! The glob syntax of selector patterns and `tools=` filters (SEMANTICS.md sections 5 and 6),
+//! The glob syntax of selector patterns and `tools=` filters (docs/semantics.md sections 5 and 6),
 //! parsed here and translated to a regular expression that means exactly what the spec says.
 //!
 //! Why not globset: it is a *path* glob library, and two of its readings widen a selector

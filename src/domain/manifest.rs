@@ -1,4 +1,4 @@
-//! The manifest an agent receives (SEMANTICS.md section 6): its entries, its options, its etag
+//! The manifest an agent receives (docs/semantics.md section 6): its entries, its options, its etag
 //! and its JSON body. What changes between two manifests is in `manifest_diff.rs`.
 //!
 //! Serving a manifest must cost little more than copying bytes, so each tool's entry is

@@ -1,5 +1,5 @@
 //! What changed in one agent's manifest between two catalog revisions: the `tools_changed`
-//! event of the live stream (API.md, `GET /agents/tools/stream`).
+//! event of the live stream (docs/api.md, `GET /agents/tools/stream`).
 //!
 //! A subscriber's previous manifest is kept as a [`ManifestSummary`] — per tool id one hash of
 //! its entry (content hash and groups) — rather than as the old manifest, which would pin the

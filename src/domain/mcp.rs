@@ -1,4 +1,4 @@
-//! The catalog as MCP clients see it (API.md, "MCP endpoint"): one name per tool that MCP
+//! The catalog as MCP clients see it (docs/api.md, "MCP endpoint"): one name per tool that MCP
 //! accepts, and each tool as an MCP `Tool` object, serialised once per snapshot.
 //!
 //! **Names.** MCP tool names match `^[A-Za-z0-9_.-]{1,128}$`, are unique in a list, and must not
@@ -13,7 +13,7 @@
 //! ([`crate::domain::validate`] names both), so creating a tool never renames another one
 //! behind a client's back. A stored catalog that still holds such a pair (written before the
 //! rule) lists neither derived name, and an id that is its own name keeps it: fewer tools,
-//! never the wrong one, and never a silent rename (SEMANTICS.md section 9).
+//! never the wrong one, and never a silent rename (docs/semantics.md section 9).
 //!
 //! **Objects.** `name`, `title` (the tool's title, else its name), `description`, `inputSchema`,
 //! `outputSchema` (when the tool has an object schema), `annotations` from tags and

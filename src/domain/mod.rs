@@ -1,5 +1,5 @@
 //! The decision core. Pure: no I/O, no clocks, no async runtime. It answers one question —
-//! which tools may an agent with these claims see — exactly as `spec/SEMANTICS.md` defines it.
+//! which tools may an agent with these claims see — exactly as `docs/semantics.md` defines it.
 //!
 //! Flow: a [`model::Catalog`] is [`validate::validate`]d, then compiled once per revision into a
 //! [`snapshot::Snapshot`]; [`snapshot::Snapshot::manifest`] answers each request, and
@@ -10,7 +10,7 @@
 //!   at one revision. Depends on the claims only through the claims key
 //!   ([`fingerprint::Fingerprint`]), so it is cached per key.
 //! - **Decision** (`decide::Decision`): what the matched policies grant and deny, group by
-//!   group and tool by tool, at their priorities (SEMANTICS.md sections 3–4).
+//!   group and tool by tool, at their priorities (docs/semantics.md sections 3–4).
 //! - **Decided** ([`access::Decided`]): a `Matched` under request options; everything a
 //!   manifest or an evaluation is a function of, and the key of their caches and of the
 //!   stream fan-out.

@@ -1,5 +1,5 @@
-//! The read model: the five entity kinds an admin manages, exactly as SEMANTICS.md section 1 and
-//! the catalog document of API.md name them.
+//! The read model: the five entity kinds an admin manages, exactly as docs/semantics.md section 1 and
+//! the catalog document of docs/api.md name them.
 //!
 //! These are plain data. Nothing here is validated or compiled: a [`Catalog`] may hold dangling
 //! references or bad patterns until [`crate::domain::validate`] has looked at it, and the compiled
@@ -59,7 +59,7 @@ pub struct Source {
     pub updated_by: Option<String>,
 }
 
-/// The source types SEMANTICS.md section 1 allows. A [`Source`] keeps its type as text (an
+/// The source types docs/semantics.md section 1 allows. A [`Source`] keeps its type as text (an
 /// unknown one is a validation error with a field path); code reads it as this enum
 /// ([`Source::kind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +224,7 @@ pub struct Imported {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<super::definition::Stored>,
     /// How the upstream differs from the approved definition, as of the last refresh; absent
-    /// when it does not. A call does not go upstream while it does (API.md, "Approved tool
+    /// when it does not. A call does not go upstream while it does (docs/api.md, "Approved tool
     /// definitions").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
@@ -288,7 +288,7 @@ pub struct Label {
     pub updated_by: Option<String>,
 }
 
-/// One set of criteria; a tool matches when it meets every criterion (SEMANTICS.md section 5).
+/// One set of criteria; a tool matches when it meets every criterion (docs/semantics.md section 5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Selector {

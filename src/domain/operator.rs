@@ -1,7 +1,7 @@
-//! The names of the claim operators (SEMANTICS.md section 3), on their own so that the model's
+//! The names of the claim operators (docs/semantics.md section 3), on their own so that the model's
 //! schema can list them without depending on how claims are evaluated.
 
-/// The claim operators of SEMANTICS.md section 3.
+/// The claim operators of docs/semantics.md section 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operator {
     Equals,

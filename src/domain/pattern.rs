@@ -1,4 +1,4 @@
-//! Selector patterns (SEMANTICS.md section 5) and the case-sensitive name globs of the `tools=`
+//! Selector patterns (docs/semantics.md section 5) and the case-sensitive name globs of the `tools=`
 //! request filter (section 6).
 //!
 //! A selector pattern is `*`, `regex:<expr>` or a glob. Every form matches the **whole** value.
@@ -213,7 +213,7 @@ impl Pattern {
     }
 }
 
-/// Translates a glob (SEMANTICS.md section 5, see [`super::glob`]) and compiles it.
+/// Translates a glob (docs/semantics.md section 5, see [`super::glob`]) and compiles it.
 fn glob_regex(text: &str, case: Case) -> Result<meta::Regex, PatternError> {
     let invalid = |reason: GlobReason| PatternError::Glob {
         text: text.to_owned(),

@@ -1,4 +1,4 @@
-//! Pending and decided revisions of imported tools (API.md, "Approved tool definitions").
+//! Pending and decided revisions of imported tools (docs/api.md, "Approved tool definitions").
 //!
 //! A refresh that finds an upstream's definition of a tool different from the approved one
 //! (changed, new, removed, renamed) records a [`Revision`]; agents keep the approved definition

@@ -1,7 +1,7 @@
 //! Write-only values in a source's config: credentials an admin gives for an upstream (the
 //! values under `config.headers`, such as an `Authorization`, and any value whose key names a
 //! secret, at any depth). The store keeps them and the importers send them; every read shows
-//! [`MASK`] instead (API.md, "Secrets").
+//! [`MASK`] instead (docs/api.md, "Secrets").
 //!
 //! Reading and writing back must round-trip, or an admin who edits one field of a source (or
 //! the whole catalog document) would replace its credentials with the mask. So a write that

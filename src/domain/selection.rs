@@ -1,4 +1,4 @@
-//! Which tools a selector picks, for all groups of a catalog at once (SEMANTICS.md section 3):
+//! Which tools a selector picks, for all groups of a catalog at once (docs/semantics.md section 3):
 //! the index [`Snapshot::compile`](super::snapshot::Snapshot::compile) builds group member sets
 //! from.
 //!
@@ -208,7 +208,7 @@ impl<'c> FieldValues<'c> {
 const PATTERNS_PER_THREAD: usize = 32;
 
 /// The pattern criteria of a selector that narrow anything: `*` does not, nor does a path or
-/// method pattern that is absent or `""` (SEMANTICS.md section 5). A source or name pattern
+/// method pattern that is absent or `""` (docs/semantics.md section 5). A source or name pattern
 /// of `""` does narrow: it is a glob matching only the empty value, so it selects nothing.
 fn patterns_of(selector: &Selector) -> impl Iterator<Item = (Field, &str)> + '_ {
     [

@@ -5,7 +5,7 @@
 //!   manifest's sort order for free;
 //! - groups are indexed in ascending id order, so a sorted list of group indices is a sorted
 //!   list of group ids;
-//! - every group's member set is precomputed (SEMANTICS.md section 5), an inactive group's is
+//! - every group's member set is precomputed (docs/semantics.md section 5), an inactive group's is
 //!   empty;
 //! - policies are ordered by priority, highest first (ties by id), inactive ones left out;
 //! - each distinct claim path and each distinct matcher appears once, so a request resolves a
@@ -48,7 +48,7 @@ pub struct Snapshot {
     pub(super) policies: Vec<CompiledPolicy>,
     pub(super) paths: Vec<ClaimPath>,
     /// The distinct places in the claims that the active policies read, sorted: a decision
-    /// depends on the claims only through the values there (SEMANTICS.md section 6.4).
+    /// depends on the claims only through the values there (docs/semantics.md section 6.4).
     read_paths: Vec<ClaimPath>,
     pub(super) matchers: Vec<SharedMatcher>,
     /// The catalog this snapshot was compiled from (admin reads and explanations use it).
@@ -122,7 +122,7 @@ pub(super) struct SharedMatcher {
 
 impl Snapshot {
     /// Compiles a (normalised) catalog on the calling thread. Dangling references are
-    /// tolerated and contribute nothing, as SEMANTICS.md says; only patterns, paths and
+    /// tolerated and contribute nothing, as docs/semantics.md says; only patterns, paths and
     /// matcher values must be valid.
     pub fn compile(catalog: Catalog, revision: u64) -> Result<Snapshot, CompileError> {
         Snapshot::compile_with(catalog, revision, &OnThisThread)

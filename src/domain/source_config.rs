@@ -143,7 +143,7 @@ pub fn check(source: &Source) -> Vec<ConfigError> {
     }
 }
 
-/// What a refresh does with a definition an admin has not approved (API.md, "Approved tool
+/// What a refresh does with a definition an admin has not approved (docs/api.md, "Approved tool
 /// definitions"): config key `pinning`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pinning {

@@ -82,7 +82,7 @@ impl Narrowing {
 pub enum Verdict<'s> {
     /// Listed: granted at the deciding priority, visible, kept by every option.
     Granted(Deciding<'s>),
-    /// A matching policy at the deciding priority denies it (SEMANTICS.md section 4).
+    /// A matching policy at the deciding priority denies it (docs/semantics.md section 4).
     Denied(Deciding<'s>),
     /// No matching policy covers it.
     NotGranted,

@@ -70,7 +70,7 @@ pub async fn serve() -> Response {
 }
 
 /// The error responses, shared as components (`#/components/responses/<name>`): status, name,
-/// description. Each route lists the ones it can answer with, per API.md.
+/// description. Each route lists the ones it can answer with, per docs/api.md.
 const PROBLEMS: [(u16, &str, &str); 13] = [
     (
         400,

@@ -1,5 +1,5 @@
 //! `GET /agents/tools/stream` (aliases `/agents/stream`, `/api/agents/stream`): the agent's
-//! manifest as server-sent events (API.md). The same token, query options and read rules as
+//! manifest as server-sent events (docs/api.md). The same token, query options and read rules as
 //! `GET /agents/tools`; the stream opens through [`crate::stream::open`] and its events come
 //! from [`crate::stream::Connection`].
 

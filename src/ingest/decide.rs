@@ -1,4 +1,4 @@
-//! An admin's decision on a pending revision (API.md, "Approved tool definitions"): pure, applied
+//! An admin's decision on a pending revision (docs/api.md, "Approved tool definitions"): pure, applied
 //! to a copy of the catalog by one catalog write, so that an approval is one revision and one
 //! audit record.
 //!

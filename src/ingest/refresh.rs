@@ -1,7 +1,7 @@
 //! Applies one import to the catalog: the pure half of a refresh.
 //!
 //! Tools are matched by id (`{source_id}:{operation_id}`) and compared by the hash of their
-//! definition (`crate::domain::definition`) against the **approved** one (API.md, "Approved
+//! definition (`crate::domain::definition`) against the **approved** one (docs/api.md, "Approved
 //! tool definitions"):
 //! - unchanged upstream → nothing (a pending revision of the tool is withdrawn);
 //! - changed upstream → a pending `changed` revision; the tool keeps its approved definition

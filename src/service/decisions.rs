@@ -75,7 +75,7 @@ pub const CALL: &str = Action::Call.as_str();
 pub const TOOL: &str = ResourceType::Tool.as_str();
 
 /// The narrowing a decision takes from its context: the `state` and `group` options of
-/// `GET /agents/tools`, with their meaning (SEMANTICS.md section 6). Hidden tools are never
+/// `GET /agents/tools`, with their meaning (docs/semantics.md section 6). Hidden tools are never
 /// permitted (there is no `include_disabled` for decisions), and there is no `tools` filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Scope {

@@ -1,5 +1,5 @@
 //! One subscriber that needs to know *that* its manifest changed, not what changed: an MCP
-//! client, told `notifications/tools/list_changed` (API.md, "MCP endpoint"). It rides the same
+//! client, told `notifications/tools/list_changed` (docs/api.md, "MCP endpoint"). It rides the same
 //! hub as the SSE stream, so it is told exactly when its own manifest changed, never on a
 //! change that leaves it as it was, and never as a broadcast.
 //!

@@ -1,6 +1,6 @@
 //! Tokens toolgate asks token endpoints for, to call upstreams (`config.auth` of a source):
 //! requests by source, grant and outcome, and calls served by a cached token. The source id is
-//! a label here (API.md asks for counts by source): source ids are written by admins, so they
+//! a label here (docs/api.md asks for counts by source): source ids are written by admins, so they
 //! are as few as the catalog's sources, never a value an agent chooses.
 
 use opentelemetry::KeyValue;

@@ -1,5 +1,5 @@
 """Drives the toolgate admin console in a real headless Chromium (Debian's /usr/bin/chromium)
-with Playwright, as an admin would: by the accessible names CONSOLE.md fixes.
+with Playwright, as an admin would: by the accessible names docs/console.md fixes.
 
 Run by tests/it/console_browser.rs, which starts the gateway, seeds its catalog, opens an agent's
 SSE stream, and passes (as environment variables):
@@ -73,7 +73,7 @@ NAMELESS = """() => [...document.querySelectorAll(
 
 
 def check_names(page):
-    """Every control of the page has an accessible name (CONSOLE.md, Quality)."""
+    """Every control of the page has an accessible name (docs/console.md, Quality)."""
     nameless = page.evaluate(NAMELESS)
     assert not nameless, f"{page.url}: controls without a name: {nameless}"
 

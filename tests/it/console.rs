@@ -1,4 +1,4 @@
-//! The admin console over plain HTTP (CONSOLE.md, "Serving and security"): the headers of every
+//! The admin console over plain HTTP (docs/console.md, "Serving and security"): the headers of every
 //! answer, sign-in and its refusals, the session cookie, the origin and anti-CSRF checks of
 //! every write, a session ending with its token, and a write that loses a race. What a browser
 //! does with the pages is `console_browser.rs`.

@@ -1,6 +1,6 @@
 //! The admin console in a real browser: Debian's Chromium driven by Playwright for Python
 //! (`tests/console/drive.py`, installed in `.venv-console` by scripts/test.sh), by the accessible
-//! names CONSOLE.md fixes: sign-in refusals, keyboard-only sign-in, search, a disable with a
+//! names docs/console.md fixes: sign-in refusals, keyboard-only sign-in, search, a disable with a
 //! reason whose impact is shown before Apply, a conflicting write, a write from another origin,
 //! View as with `Why not?`, Audit, the entity editors, the Live page updating by itself, sign-out,
 //! and no request to any other origin. Here: the disable reaches an agent's open SSE

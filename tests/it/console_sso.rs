@@ -1,4 +1,4 @@
-//! The console's single sign-on (CONSOLE.md, "Sign in"): authorization code with PKCE against a
+//! The console's single sign-on (docs/console.md, "Sign in"): authorization code with PKCE against a
 //! real issuer started here, which checks what it receives (the client, the redirect URI, the
 //! S256 challenge, then the code verifier) and signs its tokens with the key the gateway trusts.
 //! Driven as a browser would, one redirect at a time.

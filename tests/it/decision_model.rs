@@ -1,5 +1,5 @@
 //! Property test: the compiled engine agrees with a deliberately naive reference model of
-//! SEMANTICS.md sections 2–6, over random catalogs, claims and request options.
+//! docs/semantics.md sections 2–6, over random catalogs, claims and request options.
 //!
 //! The model below is written from the spec text alone: loops over every tool, group and
 //! policy, its own tiny glob matcher, `serde_json`'s own JSON Pointer, no bitsets, no caches, no
@@ -115,7 +115,7 @@ fn resolve(claims: &Map<String, Value>, path: &str) -> Option<Value> {
     found.filter(|value| !value.is_null())
 }
 
-/// A number, or a string in JSON number syntax with nothing around it (SEMANTICS.md section 3).
+/// A number, or a string in JSON number syntax with nothing around it (docs/semantics.md section 3).
 fn number_of(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),

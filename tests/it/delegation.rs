@@ -1,4 +1,4 @@
-//! Delegation that only narrows, through the real server (API.md, "Delegation"):
+//! Delegation that only narrows, through the real server (docs/api.md, "Delegation"):
 //! `POST /oauth/token` mints a child token from a parent's, and the child sees its parent's
 //! live manifest within its scope on every transport (REST, SSE, MCP list and call, AuthZEN),
 //! loses what a policy on `act` takes from sub-agents, never passes the admin rule, expires

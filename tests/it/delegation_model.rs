@@ -1,4 +1,4 @@
-//! Delegation only narrows (SEMANTICS.md section 6, step 4), as a property over random
+//! Delegation only narrows (docs/semantics.md section 6, step 4), as a property over random
 //! catalogs (whose policies also grant and deny on `act`, the delegation depth), claims and
 //! chains of delegations: at every level, the child's manifest is within its parent's and
 //! within its scope (`tool:<id>`, or `group:<id>` of a group granted to the parent); the

@@ -176,3 +176,53 @@ async fn every_metric_family_is_documented() {
         "docs/operations.md names no family for: {undocumented:?}"
     );
 }
+
+/// Every Markdown file a source, test, bench, example or script names (`docs/api.md`,
+/// `tests/mcp_clients/README.md`) is in the repository: comments cite the repository's own
+/// documents, never texts a clone does not have.
+#[test]
+fn every_document_a_comment_cites_is_in_the_repository() {
+    let cited = Regex::new(r"(?:^|[^\w/.-])((?:[\w-]+/)*[\w-]+\.md)\b").expect("a pattern");
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "tests/it",
+        "tests/support",
+        "benches",
+        "examples",
+        "scripts",
+    ] {
+        texts(&root().join(dir), &mut files);
+    }
+    files.push(root().join("tests/console/drive.py"));
+    let mut missing = BTreeSet::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for found in cited.captures_iter(&text) {
+            let name = &found[1];
+            if !root().join(name).is_file() {
+                let at = file.strip_prefix(root()).unwrap_or(file).display();
+                missing.insert(format!("{at}: {name}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "cited but not in the repository: {missing:#?}"
+    );
+}
+
+/// Every `.rs`, `.py` and `.sh` file under `dir`.
+fn texts(dir: &Path, into: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            texts(&path, into);
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "rs" || e == "py" || e == "sh")
+        {
+            into.push(path);
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Server-set fields over HTTP: `created_at`, `updated_at`, `created_by` and `updated_by` come
 //! from the server's clock and the admin token's `sub`, never from a request body, on every
 //! write path (`PUT /admin/catalog` included); and a catalog replace records each entity it
-//! created, changed or removed in the audit log (API.md, "Server-set fields").
+//! created, changed or removed in the audit log (docs/api.md, "Server-set fields").
 
 use crate::support;
 

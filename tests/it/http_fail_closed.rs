@@ -1,5 +1,5 @@
 //! The access holes of issue 12, attacked over real HTTP with real tokens: each case once
-//! granted (or kept) tools it must not. SEMANTICS.md sections 5, 6.4 and 9; API.md,
+//! granted (or kept) tools it must not. docs/semantics.md sections 5, 6.4 and 9; docs/api.md,
 //! Authentication.
 
 use crate::support;

@@ -1,6 +1,6 @@
 //! Conditional admin writes over HTTP: every admin answer carries the catalog revision as
 //! `ETag: "r<revision>"`, and every admin write honours `If-Match`, so that a read-modify-write
-//! can never silently revert another admin's acknowledged change (API.md, "Conditional writes").
+//! can never silently revert another admin's acknowledged change (docs/api.md, "Conditional writes").
 
 use crate::support;
 

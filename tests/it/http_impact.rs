@@ -1,4 +1,4 @@
-//! `POST /admin/impact` over HTTP (API.md, "Impact of a change"): a proposed change is
+//! `POST /admin/impact` over HTTP (docs/api.md, "Impact of a change"): a proposed change is
 //! validated and compiled beside the live catalog, nothing is written, and the answer says per
 //! claim set (given, and served recently) which tools would be gained and lost.
 

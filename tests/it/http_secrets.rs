@@ -1,7 +1,7 @@
 //! Source secrets over HTTP: the values under a source's `config.headers`, and any config key
 //! named like `token`, `secret`, `password` or `api_key` at any depth, are write-only. Every
 //! read path shows them as `"***"`; writing `"***"` back keeps the stored value, which the
-//! importers keep using (API.md, "Secrets").
+//! importers keep using (docs/api.md, "Secrets").
 
 use crate::support;
 

@@ -656,7 +656,7 @@ async fn mcp_server_tools_are_imported_refreshed_and_reach_agents() {
     assert_eq!(search["method"], "MCP");
     assert_eq!(search["path"], "mcp://Docs MCP/search_docs");
     assert_eq!(search["description"], "Search the documentation.");
-    // No destructiveHint: assumed destructive, as MCP says (SEMANTICS.md section 9), even
+    // No destructiveHint: assumed destructive, as MCP says (docs/semantics.md section 9), even
     // beside readOnlyHint; openWorldHint is false.
     assert_eq!(search["tags"], json!(["read-only", "destructive"]));
     assert_eq!(search["input_schema"]["required"], json!(["query"]));

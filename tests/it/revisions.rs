@@ -1,4 +1,4 @@
-//! Approved tool definitions end to end (API.md, "Approved tool definitions"): a real MCP server
+//! Approved tool definitions end to end (docs/api.md, "Approved tool definitions"): a real MCP server
 //! (the official Python SDK) and an OpenAPI document served over HTTP change what their tools
 //! are; agents (REST, SSE, MCP `tools/list` and `tools/call`) keep the approved definitions until
 //! an admin approves, and are told exactly when their manifest changes.

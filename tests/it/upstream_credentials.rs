@@ -1,4 +1,4 @@
-//! Calls on the caller's behalf (API.md, "Credentials for upstream calls"): a source's
+//! Calls on the caller's behalf (docs/api.md, "Credentials for upstream calls"): a source's
 //! `config.auth` makes the gateway ask a real token endpoint (started here, checking the
 //! client's credentials and every field it receives) for a client-credentials token or a
 //! token exchanged for the caller's, and send it upstream. The upstreams are an HTTP API

@@ -29,7 +29,7 @@ fn selector_pattern_table() {
         ("regex:(get|list)_[a-z]+", "list_invoices", true),
         ("regex:a|b", "ab", false),
         ("GET", "get", true),
-        // `""` is a glob that matches only the empty value (SEMANTICS.md section 5).
+        // `""` is a glob that matches only the empty value (docs/semantics.md section 5).
         ("", "", true),
         ("", "billing", false),
         // No globstar: `**` is two runs, and the slashes around it are literal.

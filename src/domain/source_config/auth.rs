@@ -1,5 +1,5 @@
 //! `config.auth` of an importable source: how `tools/call` authenticates to its upstream
-//! (API.md, "Credentials for upstream calls"). The agent's own token is never what goes
+//! (docs/api.md, "Credentials for upstream calls"). The agent's own token is never what goes
 //! upstream; at most, with `token_exchange`, it is what the gateway trades for a token of the
 //! upstream's audience.
 //!

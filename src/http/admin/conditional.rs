@@ -1,5 +1,5 @@
 //! Conditional admin requests: the catalog revision as an entity tag (`ETag: "r42"`) on every
-//! admin answer, and `If-Match` on every admin write (API.md, "Conditional writes").
+//! admin answer, and `If-Match` on every admin write (docs/api.md, "Conditional writes").
 //!
 //! The tag names the whole catalog's revision, not one entity's: an admin who read anything at
 //! revision 42 and writes with `If-Match: "r42"` is refused (412) if anything changed since,

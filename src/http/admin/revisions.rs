@@ -1,5 +1,5 @@
 //! `/admin/revisions`: what upstreams changed in imported tools, and the admins' decisions on it
-//! (API.md, "Approved tool definitions").
+//! (docs/api.md, "Approved tool definitions").
 
 use axum::Json;
 use axum::extract::{Path, State};

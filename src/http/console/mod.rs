@@ -1,4 +1,4 @@
-//! The admin console (CONSOLE.md): HTML pages at `/console/`, served by the binary with every
+//! The admin console (docs/console.md): HTML pages at `/console/`, served by the binary with every
 //! asset embedded, over the same services the admin API uses. Whatever a page shows, an admin
 //! API route shows too; whatever it writes, it writes as that API does (validation, audit with
 //! the admin's `sub`, `If-Match` on the revision the page was rendered at).

@@ -9,7 +9,7 @@ pub(super) use super::html::html_response;
 use super::session::{CSRF_FIELD, Signed};
 use crate::http::errors::ApiError;
 
-/// The console's pages, as the navigation names them (CONSOLE.md fixes the names).
+/// The console's pages, as the navigation names them (docs/console.md fixes the names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Nav {
     Tools,

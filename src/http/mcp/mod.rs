@@ -1,4 +1,4 @@
-//! `/mcp`: the Model Context Protocol over Streamable HTTP (API.md, "MCP endpoint"). An agent
+//! `/mcp`: the Model Context Protocol over Streamable HTTP (docs/api.md, "MCP endpoint"). An agent
 //! that speaks MCP sees exactly its manifest, is told exactly when it changed, and can call
 //! only what it lists.
 //!

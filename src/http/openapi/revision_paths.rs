@@ -1,5 +1,5 @@
 //! `/admin/revisions` in the document: pending and decided revisions of imported tools, and the
-//! admins' decisions on them (API.md, "Approved tool definitions").
+//! admins' decisions on them (docs/api.md, "Approved tool definitions").
 
 use utoipa::openapi::path::{HttpMethod, PathItem, PathItemBuilder};
 use utoipa::openapi::request_body::RequestBodyBuilder;

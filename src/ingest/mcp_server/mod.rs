@@ -13,7 +13,7 @@
 //! that matter to access: a tool that does not say `destructiveHint: false` is tagged
 //! `destructive`, one that does not say `openWorldHint: false` is tagged `open-world`, so
 //! `excluded_tags: ["destructive"]` excludes every tool that did not promise otherwise
-//! (SEMANTICS.md section 9). `read-only` and `idempotent` need an explicit `true`. A hint that
+//! (docs/semantics.md section 9). `read-only` and `idempotent` need an explicit `true`. A hint that
 //! is not a boolean counts as absent.
 
 use std::sync::Arc;

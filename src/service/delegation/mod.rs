@@ -1,4 +1,4 @@
-//! `POST /oauth/token`: an agent hands a sub-agent a token that can only see less (API.md,
+//! `POST /oauth/token`: an agent hands a sub-agent a token that can only see less (docs/api.md,
 //! "Delegation"; RFC 8693 token exchange). The rules, all here:
 //! - the subject token is one toolgate accepts (verified by the transport into a [`Caller`]);
 //! - the scope lists `tool:<id>` and `group:<id>` items; those naming nothing the subject may

@@ -3,7 +3,7 @@
 //! and what deleting it does to the entities that refer to it.
 //!
 //! Deletion rules keep the catalog valid without ever widening access: removing a tool (or a
-//! source with its tools) removes the ids pointing at it, as API.md says; removing a label drops
+//! source with its tools) removes the ids pointing at it, as docs/api.md says; removing a label drops
 //! it from tools, but a label that a selector requires, or a group that a policy names, cannot
 //! be removed (409): silently dropping those references would widen a group or lift a deny.
 

@@ -1,4 +1,4 @@
-//! What the MCP endpoint reads (API.md, "MCP endpoint"): a caller's `tools/list` pages and the
+//! What the MCP endpoint reads (docs/api.md, "MCP endpoint"): a caller's `tools/list` pages and the
 //! call-time decision of `tools/call`, both from the evaluation the decision endpoints use
 //! ([`Decisions::listing`]), so that the MCP list, the REST manifest and every decision agree
 //! at each revision.

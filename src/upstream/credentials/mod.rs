@@ -1,5 +1,5 @@
 //! The `Authorization` a call sends upstream when its source's `config.auth` asks for a token
-//! (API.md, "Credentials for upstream calls"): a client-credentials token for the gateway, or
+//! (docs/api.md, "Credentials for upstream calls"): a client-credentials token for the gateway, or
 //! a token exchanged for the caller's. The caller's own token is never sent upstream; with
 //! `token_exchange` it goes only to the configured token endpoint, as the subject.
 //!

@@ -1,4 +1,4 @@
-//! One row per rule of SEMANTICS.md sections 2 and 3: `paths.rs` where a claim path leads,
+//! One row per rule of docs/semantics.md sections 2 and 3: `paths.rs` where a claim path leads,
 //! `operators.rs` what each operator holds for, `values.rs` which values a matcher may hold.
 
 mod operators;

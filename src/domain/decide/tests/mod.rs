@@ -1,4 +1,4 @@
-//! One table per rule of SEMANTICS.md sections 4–7. Each case states a catalog fragment, the
+//! One table per rule of docs/semantics.md sections 4–7. Each case states a catalog fragment, the
 //! claims and options, and the exact tool ids expected. This file: selectors, group membership
 //! and policies; `manifest.rs`: visibility, narrowing, entries, etag and explanations.
 
