@@ -28,6 +28,8 @@ pub mod cache;
 pub mod catalog_file;
 /// The command line: `serve` (default), `token`, `check`, `migrate`, `impact`.
 pub mod cli;
+/// Time through one seam: the system clock, a clock tests move, `unix_now` defined once.
+pub mod clock;
 /// Settings from flags, environment, TOML file and defaults, checked once at start.
 pub mod config;
 /// The pure decision core: entities, validation, compiled snapshots, manifests.

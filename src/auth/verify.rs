@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::AlgorithmFamily;
 use tokio::task::JoinHandle;
@@ -15,6 +14,7 @@ use super::own::OwnIssuer;
 use super::token::TokenParts;
 use super::verified::{self, TokenText, VerifiedToken, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
+use crate::clock::unix_now;
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
 /// the hash size).
@@ -234,14 +234,6 @@ impl fmt::Debug for Verifier {
             .field("rules", &self.inner.rules)
             .finish()
     }
-}
-
-/// Seconds since the epoch; a clock before 1970 counts as 1970.
-fn unix_now() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

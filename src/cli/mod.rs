@@ -74,7 +74,7 @@ where
         Some(args::Command::Token(token)) => Command::Token(TokenRequest::from_args(
             token,
             env,
-            crate::config::unix_now(),
+            crate::clock::unix_now(),
         )?),
         Some(args::Command::Check(check)) => Command::Check(check.file),
         Some(args::Command::DemoUpstream(demo)) => Command::DemoUpstream(demo.listen),

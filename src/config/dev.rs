@@ -1,8 +1,6 @@
 //! Development mode (`serve --dev`): a throw-away secret, sample tokens, and a banner that
 //! makes it impossible to mistake such a server for a production one.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
@@ -10,6 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::auth::{MintError, mint_hs256};
 
 use super::{ConfigError, Secret, Settings};
+use crate::clock::unix_now;
 
 /// Random bytes in a generated secret: the HS256 key size (RFC 7518 §3.2).
 const SECRET_BYTES: usize = 32;
@@ -113,12 +112,4 @@ pub fn dev_banner(settings: &Settings, admin_token: &str, agent_token: &str) -> 
     line("    toolgate token --sub NAME --role ROLE [--admin]");
     line(&rule);
     out
-}
-
-/// Seconds since the epoch (for `iat`/`exp`); a clock before 1970 counts as 1970.
-pub fn unix_now() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
 }

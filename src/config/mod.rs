@@ -38,7 +38,7 @@ pub use crate::telemetry::LogFormat;
 use crate::telemetry::{OtlpProtocol, OtlpSettings};
 
 pub use defaults::*;
-pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens, unix_now};
+pub use dev::{SampleTokens, dev_banner, dev_claims, sample_tokens};
 pub use env::{KNOWN_VARIABLES, OTEL_VARIABLES, setting_variables};
 pub use environment::Environment;
 pub use error::ConfigError;

@@ -1,4 +1,5 @@
-//! The house has layers that only point down: the pure domain; telemetry, which observes from
+//! The house has layers that only point down: the pure domain; the clock, the one seam time is
+//! read through; telemetry, which observes from
 //! the outside and imports nothing above it; the adapters (Redis link, catalog files, auth,
 //! stores, caches, the bus, importers, the call adapter); the service; the transports (SSE
 //! streams, HTTP); and the assembly on top (settings, server, command line).
@@ -16,8 +17,9 @@ use std::path::{Path, PathBuf};
 use source_text::{code_only, is_ident, rust_files};
 
 /// Top-level modules, lowest first: a module may use only those before it.
-const LAYERS: [&str; 17] = [
+const LAYERS: [&str; 18] = [
     "domain",
+    "clock",
     "telemetry",
     "redis_link",
     "catalog_file",

@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 
 use crate::auth::AuthError;
+use crate::clock::unix_now;
 use crate::http::AppState;
 use crate::service::Caller;
 
@@ -163,10 +164,6 @@ pub fn cookie_id(headers: &HeaderMap) -> Option<&str> {
         }
     }
     found.filter(|id| !id.is_empty())
-}
-
-pub fn unix_now() -> i64 {
-    chrono::Utc::now().timestamp()
 }
 
 /// A signed-in administrator: the session's token verified now and passing the admin rule.

@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::form::Write;
 use super::html::html_response;
-use super::session::{self, Signed, unix_now};
+use super::session::{self, Signed};
+use crate::clock::unix_now;
 use crate::http::AppState;
 
 /// `GET /console`: the console lives under `/console/`.

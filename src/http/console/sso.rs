@@ -31,7 +31,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::html::{error_page, html_response};
-use super::session::{self, unix_now};
+use super::session;
+use crate::clock::unix_now;
 use crate::http::AppState;
 
 /// Used states remembered at most (each until its sign-in would have expired).

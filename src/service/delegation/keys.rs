@@ -119,7 +119,7 @@ impl KeyRing {
             loop {
                 ticks.tick().await;
                 let Some(ring) = ring.upgrade() else { return };
-                if let Err(error) = ring.refresh(super::unix_now()).await {
+                if let Err(error) = ring.refresh(crate::clock::unix_now()).await {
                     tracing::warn!(%error, "the signing keys could not be read; the last ones stay");
                 }
             }
@@ -133,7 +133,7 @@ impl KeyRing {
 #[async_trait::async_trait]
 impl OwnKeySource for KeyRing {
     async fn reload(&self) {
-        if let Err(error) = self.refresh(super::unix_now()).await {
+        if let Err(error) = self.refresh(crate::clock::unix_now()).await {
             tracing::warn!(%error, "the signing keys could not be read; the last ones stay");
         }
     }

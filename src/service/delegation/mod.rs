@@ -15,11 +15,12 @@
 pub mod keys;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::Caller;
+use crate::clock::unix_now;
 use crate::domain::claims::{ACT_CLAIM, ClaimPath, Claims, DELEGATION_CLAIM, project};
 use crate::domain::delegation::{
     Chain, ScopeItem, covers, depth, is_own_path, level_claims, per_token,
@@ -383,12 +384,4 @@ fn payload(
     payload.insert("scope".to_owned(), json!(scope.join(" ")));
     payload.insert(DELEGATION_CLAIM.to_owned(), carried);
     payload
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX)
-        })
 }

@@ -11,11 +11,12 @@ mod cache;
 pub mod endpoint;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use self::cache::{Got, TokenCache};
 use self::endpoint::{Grant, TokenFailure};
 use super::{CallLimits, CallOutcome, CallResult};
+use crate::clock::unix_now;
 use crate::domain::model::Source;
 use crate::domain::source_config::{CallSettings, TokenClient, UpstreamAuth};
 use crate::telemetry::upstream_tokens::{TokenMetrics, TokenOutcome};
@@ -221,14 +222,6 @@ fn describe(failure: &TokenFailure) -> String {
             None => message.clone(),
         },
     }
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX)
-        })
 }
 
 #[cfg(test)]
