@@ -12,12 +12,14 @@ mod store;
 
 use std::sync::Arc;
 
-use crate::auth::{AdminRule, Verifier};
+use crate::auth::{AdminRule, AuthError, Verifier};
 use crate::config::Settings;
 use crate::redis_link::RedisLink;
 use crate::service::impact::ImpactRuns;
 use crate::service::limits::Limiters;
-use crate::service::{CatalogService, Commands, Decisions, Manifests, McpTools, RefreshLog};
+use crate::service::{
+    Caller, CatalogService, Commands, Decisions, Manifests, McpTools, RefreshLog,
+};
 use crate::stream::StreamHub;
 use crate::telemetry::Metrics;
 
@@ -94,6 +96,17 @@ impl App {
     /// Builds the application from `settings`, one small step per part (`app/build.rs`).
     pub async fn build(settings: &Settings) -> anyhow::Result<App> {
         build::app(settings).await
+    }
+
+    /// The caller presenting `bearer`: the token verified, then judged by the admin rule. The
+    /// one place a token becomes a [`Caller`], whatever the transport (the `Authorization`
+    /// header, a token exchange's subject token, a console session or sign-in, single
+    /// sign-on), so that no transport verifies without the admin rule or judges claims that
+    /// were not verified. Each transport words the refusal in its own protocol.
+    pub async fn caller(&self, bearer: &str) -> Result<Caller, AuthError> {
+        let token = self.verifier.verify(bearer).await?;
+        let is_admin = self.admin_rule.is_admin(&token.claims);
+        Ok(Caller::new(token, is_admin))
     }
 
     /// Starts the background work: fan-out of each revision to the streams, periodic refreshes

@@ -48,7 +48,7 @@ impl FromRequestParts<AppState> for Caller {
             outcome = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );
-        let verified = crate::telemetry::in_span(&span, state.app.verifier.verify(token)).await;
+        let verified = crate::telemetry::in_span(&span, state.app.caller(token)).await;
         match &verified {
             Ok(_) => span.record("outcome", "ok"),
             // A fixed description per kind of failure: nothing from the token itself.
@@ -56,15 +56,14 @@ impl FromRequestParts<AppState> for Caller {
                 .record("outcome", error.description())
                 .record("otel.status_code", "error"),
         };
-        let token = verified?;
+        let caller = verified?;
         let request = tracing::Span::current();
         if !request.is_disabled()
-            && let Some(sub) = token.claims.get("sub").and_then(|sub| sub.as_str())
+            && let Some(sub) = caller.claims().get("sub").and_then(|sub| sub.as_str())
         {
             request.record("subject", subject_hash(sub).as_str());
         }
-        let is_admin = state.app.admin_rule.is_admin(&token.claims);
-        Ok(Caller::new(token, is_admin))
+        Ok(caller)
     }
 }
 

@@ -13,7 +13,6 @@ use serde_json::json;
 
 use super::AppState;
 use super::extract::subject_hash;
-use crate::service::Caller;
 use crate::service::delegation::{ACCESS_TOKEN_TYPE, ExchangeError, ExchangeRequest, check_types};
 use crate::service::limits::RouteClass;
 
@@ -115,16 +114,14 @@ async fn token(State(state): State<AppState>, headers: HeaderMap, body: Body) ->
         let response = invalid_request("subject_token is required: the token to delegate from");
         return refused(&state, "invalid_request", response);
     };
-    let verified = match app.verifier.verify(&subject_token).await {
-        Ok(verified) => verified,
+    let subject = match app.caller(&subject_token).await {
+        Ok(subject) => subject,
         Err(error) => {
             let description = format!("subject_token: {}", error.description());
             let response = oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", &description);
             return refused(&state, "invalid_grant", response);
         }
     };
-    let is_admin = app.admin_rule.is_admin(&verified.claims);
-    let subject = Caller::new(verified, is_admin);
     if let Err(limited) = app.limits.charge(RouteClass::AgentReads, &subject) {
         let mut response = oauth_error(
             StatusCode::TOO_MANY_REQUESTS,

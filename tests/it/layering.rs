@@ -312,3 +312,32 @@ fn relative_paths_resolve_from_the_file_that_names_them() {
         ]
     );
 }
+
+/// A token becomes a caller in one place, `App::caller` (verified, then judged by the admin
+/// rule): no transport verifies a token or applies the admin rule by itself, so that a rule
+/// added to that door holds on every transport.
+#[test]
+fn only_the_front_door_verifies_tokens_and_applies_the_admin_rule() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let door = src.join("app");
+    let mut offences = Vec::new();
+    for file in files
+        .iter()
+        .filter(|file| !file.starts_with(&door) && !file.starts_with(src.join("auth")))
+        .filter(|file| !file.ends_with("tests.rs") && !file.to_string_lossy().contains("/tests/"))
+    {
+        let code = code_only(&std::fs::read_to_string(file).expect("readable source"));
+        for call in ["verifier.verify(", "admin_rule.is_admin(", "Caller::new("] {
+            if code.contains(call) {
+                offences.push(format!("{}: {call}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "go through App::caller instead:\n{}",
+        offences.join("\n")
+    );
+}

@@ -208,17 +208,16 @@ async fn signed(headers: &HeaderMap, state: &AppState) -> Result<Signed, (Ended,
     let Some(session) = state.console.get(&id, unix_now()) else {
         return Err((Ended::Expired, Some(id)));
     };
-    let token = match state.app.verifier.verify(&session.token).await {
-        Ok(token) => token,
+    let caller = match state.app.caller(&session.token).await {
+        Ok(caller) => caller,
         Err(AuthError::Expired) => return Err((Ended::Expired, Some(id))),
         Err(error) => return Err((Ended::Token(error), Some(id))),
     };
-    let is_admin = state.app.admin_rule.is_admin(&token.claims);
-    if !is_admin {
+    if !caller.is_admin() {
         return Err((Ended::NotAdmin, Some(id)));
     }
     Ok(Signed {
-        caller: Caller::new(token, true),
+        caller,
         id,
         session,
     })

@@ -114,20 +114,20 @@ pub(super) async fn sign_in(
     if token.is_empty() {
         return refused(StatusCode::UNAUTHORIZED, "Give an admin token.");
     }
-    let verified = match state.app.verifier.verify(&token).await {
-        Ok(verified) => verified,
+    let caller = match state.app.caller(&token).await {
+        Ok(caller) => caller,
         Err(error) => return refused(StatusCode::UNAUTHORIZED, &sentence(error.description())),
     };
-    if !state.app.admin_rule.is_admin(&verified.claims) {
+    if !caller.is_admin() {
         return refused(
             StatusCode::FORBIDDEN,
             "This token is valid but not an administrator's: not an administrator.",
         );
     }
     let now = unix_now();
-    let id = state.console.open(&token, verified.expires_at, now);
-    let max_age = verified
-        .expires_at
+    let id = state.console.open(&token, caller.expires_at(), now);
+    let max_age = caller
+        .expires_at()
         .map_or(session::MAX_LIFETIME_SECS, |exp| exp - now)
         .min(session::MAX_LIFETIME_SECS);
     let mut response = Redirect::to("/console/tools").into_response();

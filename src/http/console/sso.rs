@@ -325,9 +325,9 @@ pub(super) async fn callback(
         Err(response) => return response,
     };
     let now = unix_now();
-    let session_id = state.console.open(&token.0, verified.expires_at, now);
+    let session_id = state.console.open(&token.0, verified.expires_at(), now);
     let max_age = verified
-        .expires_at
+        .expires_at()
         .map_or(session::MAX_LIFETIME_SECS, |exp| exp - now)
         .min(session::MAX_LIFETIME_SECS);
     // A page that moves on by itself rather than a redirect: a redirect chain that began on the
@@ -384,26 +384,26 @@ async fn verify(
     state: &AppState,
     token: &Chosen,
     pending: &Pending,
-) -> Result<std::sync::Arc<crate::auth::VerifiedToken>, Response> {
-    let verified = state.app.verifier.verify(&token.0).await.map_err(|error| {
+) -> Result<crate::service::Caller, Response> {
+    let caller = state.app.caller(&token.0).await.map_err(|error| {
         refused(
             StatusCode::UNAUTHORIZED,
             &format!("The issuer's token was refused: {}.", error.description()),
         )
     })?;
     if token.1
-        && verified.claims.get("nonce").and_then(|n| n.as_str()) != Some(pending.nonce.as_str())
+        && caller.claims().get("nonce").and_then(|n| n.as_str()) != Some(pending.nonce.as_str())
     {
         return Err(refused(
             StatusCode::UNAUTHORIZED,
             "The ID token's nonce is not this sign-in's.",
         ));
     }
-    if !state.app.admin_rule.is_admin(&verified.claims) {
+    if !caller.is_admin() {
         return Err(refused(
             StatusCode::FORBIDDEN,
             "You signed in, but not as an administrator: not an administrator.",
         ));
     }
-    Ok(verified)
+    Ok(caller)
 }
