@@ -4,8 +4,10 @@
 //! verification; [`App::spawn_background`](crate::app::App::spawn_background) starts what runs beside requests (fan-out to
 //! streams, periodic refreshes, following other instances, forgetting idle rate buckets).
 //!
-//! The transports (HTTP, SSE, MCP, decisions) hold an `Arc<App>` and only map: every rule of
-//! who may ask what is in [`crate::service`], every stream opens through [`crate::stream::open`].
+//! The transports (HTTP, SSE, MCP, decisions, the console) hold an `Arc<App>` and only map: a
+//! token becomes a caller through [`App::caller`](crate::app::App::caller) alone, every rule of who may ask what is in
+//! [`crate::service`], every stream opens through [`crate::stream::open`]. The way a request
+//! takes through the layers is in `docs/architecture.md`.
 
 mod build;
 mod store;

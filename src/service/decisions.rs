@@ -1,5 +1,6 @@
 //! Decisions at call time: "may this subject call this tool?", for every transport that asks
-//! (the AuthZEN endpoints, MCP `tools/call` to come).
+//! (the AuthZEN endpoints, and MCP listings and `tools/call` through
+//! [`McpTools`](crate::service::McpTools)).
 //!
 //! The answer is defined as "the tool is in the manifest `GET /agents/tools` would give for
 //! these claims and this scope at this revision", and computed from the same evaluation

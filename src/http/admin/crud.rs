@@ -1,8 +1,10 @@
 //! `GET/POST /admin/<collection>` and `GET/PUT/PATCH/DELETE /admin/<collection>/{id}`, once for
 //! all five entity kinds.
 //!
-//! Every write goes through [`CatalogService::write`](crate::service::CatalogService::write): it
-//! is validated against the whole catalog and committed atomically with its audit record.
+//! Every write goes through [`Commands`](crate::service::Commands), which writes with
+//! [`CatalogService::write_if`](crate::service::CatalogService::write_if): validated against
+//! the whole catalog, committed atomically with its audit record, only at the revision
+//! `If-Match` names.
 //! Writes answer with the new catalog revision in the `x-catalog-revision` header.
 
 use std::borrow::Cow;
