@@ -12,6 +12,7 @@ use crate::auth::OwnIssuer;
 use crate::auth::{AdminRule, Verifier};
 use crate::bus::{ChangeBus, RedisBus};
 use crate::cache::redis::{SharedCache, SharedKey};
+use crate::clock::Clock;
 use crate::config::{Secret, Settings};
 use crate::domain::model::Catalog;
 use crate::redis_link::RedisLink;
@@ -29,7 +30,7 @@ use crate::telemetry::Metrics;
 use crate::upstream::Upstream;
 
 /// Builds every part in dependency order.
-pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
+pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Result<App> {
     // What can be refused without touching anything is checked first.
     let admin_rule = AdminRule::new(&settings.admin_rule)?;
     let seed = seed_catalog(settings)?;
@@ -74,7 +75,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         .await?;
     }
     let own = Some(delegations.keys().issuer().clone());
-    let verifier = Verifier::with_own(settings.auth(), own)
+    let verifier = Verifier::with_own_and_clock(settings.auth(), own, Arc::clone(&clock))
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
@@ -107,6 +108,7 @@ pub(super) async fn app(settings: &Settings) -> anyhow::Result<App> {
         metrics,
         issuer: settings.jwt_issuer.clone(),
         delegations,
+        clock,
         following,
     })
 }

@@ -15,6 +15,7 @@ mod store;
 use std::sync::Arc;
 
 use crate::auth::{AdminRule, AuthError, Verifier};
+use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
 use crate::redis_link::RedisLink;
 use crate::service::impact::ImpactRuns;
@@ -57,6 +58,8 @@ pub struct App {
     pub issuer: Option<String>,
     /// Delegated tokens (`POST /oauth/token`) and toolgate's signing keys.
     pub delegations: Arc<crate::service::delegation::Delegations>,
+    /// The time every request reads (expiries, sessions, stamps): the system's in production.
+    pub clock: Arc<dyn Clock>,
     /// Whether other instances write to the store (so there is something to follow), and how
     /// often to poll its revision.
     following: Following,
@@ -97,7 +100,15 @@ impl Drop for Background {
 impl App {
     /// Builds the application from `settings`, one small step per part (`app/build.rs`).
     pub async fn build(settings: &Settings) -> anyhow::Result<App> {
-        build::app(settings).await
+        App::build_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    /// [`App::build`] on `clock` (a test's, which it moves by hand).
+    pub async fn build_with_clock(
+        settings: &Settings,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<App> {
+        build::app(settings, clock).await
     }
 
     /// The caller presenting `bearer`: the token verified, then judged by the admin rule. The

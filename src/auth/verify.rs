@@ -14,7 +14,7 @@ use super::own::OwnIssuer;
 use super::token::TokenParts;
 use super::verified::{self, TokenText, VerifiedToken, VerifiedTokens};
 use super::{AuthError, AuthSettings, AuthSetupError};
-use crate::clock::unix_now;
+use crate::clock::{Clock, SystemClock};
 
 /// HMAC secrets shorter than this are accepted, with a warning (RFC 7518 §3.2 wants at least
 /// the hash size).
@@ -36,6 +36,8 @@ struct Inner {
     verified: VerifiedTokens,
     /// toolgate's own keys (delegated tokens), when it issues any.
     own: Option<OwnIssuer>,
+    /// What `exp` and `nbf` are checked against.
+    clock: Arc<dyn Clock>,
 }
 
 impl Verifier {
@@ -52,6 +54,15 @@ impl Verifier {
     pub async fn with_own(
         settings: AuthSettings,
         own: Option<OwnIssuer>,
+    ) -> Result<Self, AuthSetupError> {
+        Verifier::with_own_and_clock(settings, own, Arc::new(SystemClock)).await
+    }
+
+    /// [`Verifier::with_own`], checking `exp` and `nbf` against `clock`.
+    pub async fn with_own_and_clock(
+        settings: AuthSettings,
+        own: Option<OwnIssuer>,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, AuthSetupError> {
         if settings.hmac_secret.is_none() && settings.jwks.is_none() {
             return Err(AuthSetupError::NoKeyMaterial);
@@ -96,6 +107,7 @@ impl Verifier {
                 rules,
                 verified: VerifiedTokens::new(verified::CAPACITY),
                 own,
+                clock,
             }),
         })
     }
@@ -107,7 +119,7 @@ impl Verifier {
     /// JWKS refetch. A token verified before and still valid is answered from memory (see
     /// [`verified`](super::verified) for why that is as good as checking it again).
     pub async fn verify(&self, token: &str) -> Result<Arc<VerifiedToken>, AuthError> {
-        self.verify_at(token, unix_now()).await
+        self.verify_at(token, self.inner.clock.unix_now()).await
     }
 
     /// [`Verifier::verify`] at unix time `now`.

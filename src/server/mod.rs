@@ -11,6 +11,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::{Settings, dev_banner, sample_tokens};
 use crate::http::{AppState, router};
 
@@ -48,6 +49,15 @@ pub async fn start(
     settings: Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Running> {
+    start_with_clock(settings, Arc::new(SystemClock), shutdown).await
+}
+
+/// [`start`] on `clock` (a test's, which it moves by hand).
+pub async fn start_with_clock(
+    settings: Settings,
+    clock: Arc<dyn Clock>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Running> {
     // First, so that a start that cannot listen (the port is taken) fails before it has
     // changed anything: a seed stored by a failed start would make a corrected seed be
     // ignored next time (it loads only into an empty store).
@@ -58,7 +68,7 @@ pub async fn start(
     // loopback redirect URI is made from it).
     let mut settings = settings;
     settings.listen = listener.local_addr()?;
-    let app = Arc::new(App::build(&settings).await?);
+    let app = Arc::new(App::build_with_clock(&settings, clock).await?);
     app.metrics
         .decision_endpoints(&crate::http::authzen::DECISION_ENDPOINTS);
     let state = AppState::new(Arc::clone(&app), &settings)?;

@@ -7,8 +7,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use toolgate::auth::{AuthSettings, mint_hs256};
+use toolgate::clock::{Clock, SystemClock};
 use toolgate::config::{Secret, Settings};
-use toolgate::server::{Running, start};
+use toolgate::server::{Running, start_with_clock};
 
 pub const SECRET: &str = "integration-test-secret-of-32-bytes!";
 
@@ -112,8 +113,14 @@ impl Gateway {
     }
 
     pub async fn start_with(config: Settings) -> Gateway {
+        Gateway::start_clocked(config, std::sync::Arc::new(SystemClock)).await
+    }
+
+    /// [`Gateway::start_with`] on `clock`, which the test moves by hand (expiries without
+    /// sleeping).
+    pub async fn start_clocked(config: Settings, clock: std::sync::Arc<dyn Clock>) -> Gateway {
         let (shutdown, signal) = oneshot::channel::<()>();
-        let running = start(config, async move {
+        let running = start_with_clock(config, clock, async move {
             let _ = signal.await;
         })
         .await

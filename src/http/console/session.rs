@@ -21,7 +21,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
 
 use crate::auth::AuthError;
-use crate::clock::unix_now;
 use crate::http::AppState;
 use crate::service::Caller;
 
@@ -205,7 +204,7 @@ impl FromRequestParts<AppState> for Signed {
 
 async fn signed(headers: &HeaderMap, state: &AppState) -> Result<Signed, (Ended, Option<String>)> {
     let id = cookie_id(headers).ok_or((Ended::None, None))?.to_owned();
-    let Some(session) = state.console.get(&id, unix_now()) else {
+    let Some(session) = state.console.get(&id, state.app.clock.unix_now()) else {
         return Err((Ended::Expired, Some(id)));
     };
     let caller = match state.app.caller(&session.token).await {

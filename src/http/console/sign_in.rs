@@ -10,7 +10,6 @@ use serde::Deserialize;
 use super::form::Write;
 use super::html::html_response;
 use super::session::{self, Signed};
-use crate::clock::unix_now;
 use crate::http::AppState;
 
 /// `GET /console`: the console lives under `/console/`.
@@ -31,7 +30,7 @@ pub(super) async fn page(
     Query(ended): Query<Ended>,
 ) -> Response {
     if session::cookie_id(&headers)
-        .and_then(|id| state.console.get(id, unix_now()))
+        .and_then(|id| state.console.get(id, state.app.clock.unix_now()))
         .is_some()
     {
         return Redirect::to("/console/tools").into_response();
@@ -124,7 +123,7 @@ pub(super) async fn sign_in(
             "This token is valid but not an administrator's: not an administrator.",
         );
     }
-    let now = unix_now();
+    let now = state.app.clock.unix_now();
     let id = state.console.open(&token, caller.expires_at(), now);
     let max_age = caller
         .expires_at()

@@ -32,7 +32,6 @@ use sha2::{Digest, Sha256};
 
 use super::html::{error_page, html_response};
 use super::session;
-use crate::clock::unix_now;
 use crate::http::AppState;
 
 /// Used states remembered at most (each until its sign-in would have expired).
@@ -129,7 +128,7 @@ impl Sso {
 
     /// The sign-in a cookie value carries, if this process sealed it, it has not expired and
     /// its state is `state` and was not used before (it is used now).
-    fn take(&self, cookie: &str, state: &str) -> Option<Pending> {
+    fn take(&self, cookie: &str, state: &str, now: i64) -> Option<Pending> {
         let b64 = &base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let (json, seal) = cookie.split_once('.')?;
         let (json, seal) = (b64.decode(json).ok()?, b64.decode(seal).ok()?);
@@ -137,7 +136,6 @@ impl Sso {
         mac.update(&json);
         mac.verify_slice(&seal).ok()?;
         let pending: Pending = serde_json::from_slice(&json).ok()?;
-        let now = unix_now();
         if pending.state != state || pending.expires_at <= now {
             return None;
         }
@@ -225,7 +223,7 @@ pub(super) async fn start(State(state): State<AppState>) -> Response {
         state: id,
         verifier,
         nonce,
-        expires_at: unix_now() + PENDING_SECS,
+        expires_at: state.app.clock.unix_now() + PENDING_SECS,
     });
     let separator = if endpoints.authorization_endpoint.contains('?') {
         '&'
@@ -310,7 +308,7 @@ pub(super) async fn callback(
             "This sign-in was not started in this browser; start again.",
         );
     };
-    let Some(pending) = sso.take(cookie, &id) else {
+    let Some(pending) = sso.take(cookie, &id, state.app.clock.unix_now()) else {
         return refused(
             StatusCode::BAD_REQUEST,
             "This sign-in was not started in this browser, expired or was used already; start again.",
@@ -324,7 +322,7 @@ pub(super) async fn callback(
         Ok(verified) => verified,
         Err(response) => return response,
     };
-    let now = unix_now();
+    let now = state.app.clock.unix_now();
     let session_id = state.console.open(&token.0, verified.expires_at(), now);
     let max_age = verified
         .expires_at()
