@@ -50,10 +50,8 @@ pub struct AppState {
     pub http: Arc<HttpSettings>,
     /// The MCP endpoint: its sessions and settings.
     pub mcp: Arc<mcp::McpEndpoint>,
-    /// The admin console's sessions.
-    pub console: Arc<console::session::ConsoleSessions>,
-    /// The console's single sign-on, when an OIDC client is configured.
-    pub sso: Option<Arc<console::sso::Sso>>,
+    /// The admin console's sessions and single sign-on.
+    pub console: Arc<console::Console>,
 }
 
 /// Settings of the HTTP transport.
@@ -83,7 +81,7 @@ impl AppState {
         let public_url = settings.mcp.public_url.as_deref();
         let sso = match (&settings.console_oidc_client_id, &settings.jwt_issuer) {
             (None, _) => None,
-            (Some(client_id), Some(issuer)) => Some(Arc::new(console::sso::Sso::new(
+            (Some(client_id), Some(issuer)) => Some(console::sso::Sso::new(
                 client_id.clone(),
                 settings
                     .console_oidc_client_secret
@@ -91,7 +89,7 @@ impl AppState {
                     .map(|secret| secret.expose().to_owned()),
                 issuer.clone(),
                 &sso_base(public_url, settings.listen)?,
-            ))),
+            )),
             (Some(_), None) => anyhow::bail!(
                 "TOOLGATE_CONSOLE_OIDC_CLIENT_ID needs TOOLGATE_JWT_ISSUER: single sign-on reads \
                  the issuer's discovery document at <issuer>/.well-known/openid-configuration"
@@ -111,11 +109,13 @@ impl AppState {
             }),
             // `Secure` cookies unless served on loopback, where browsers accept plain http, or
             // whenever the public URL is https (a proxy in front terminates TLS).
-            console: Arc::new(console::session::ConsoleSessions::new(
-                !settings.listen.ip().is_loopback()
-                    || public_url.is_some_and(|url| url.starts_with("https://")),
-            )),
-            sso,
+            console: Arc::new(console::Console {
+                sessions: console::session::ConsoleSessions::new(
+                    !settings.listen.ip().is_loopback()
+                        || public_url.is_some_and(|url| url.starts_with("https://")),
+                ),
+                sso,
+            }),
         })
     }
 }

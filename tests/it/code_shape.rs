@@ -190,3 +190,28 @@ fn the_scanner_measures_functions_as_written() {
     let names: Vec<(&str, usize)> = found.iter().map(|(_, n, l)| (n.as_str(), *l)).collect();
     assert_eq!(names, [("short", 1), ("long", 97)]);
 }
+
+/// The transports' shared state stays small: each transport keeps its own state inside its
+/// field (single sign-on lives in the console's), and everything else is reached through the
+/// app.
+#[test]
+fn the_transports_shared_state_has_at_most_four_fields() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/mod.rs"))
+            .expect("src/http/mod.rs");
+    let body = text
+        .split("pub struct AppState {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .expect("the AppState struct");
+    let fields: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("pub ") || (line.contains(':') && !line.starts_with("//")))
+        .collect();
+    assert!(
+        !fields.is_empty() && fields.len() <= 4,
+        "AppState has {} fields: {fields:?}",
+        fields.len()
+    );
+}

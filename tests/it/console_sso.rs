@@ -287,7 +287,7 @@ async fn a_replayed_forged_or_foreign_callback_opens_nothing() {
         StatusCode::BAD_REQUEST,
         "a state is good once"
     );
-    assert_eq!(gateway.state().console.len(), 1);
+    assert_eq!(gateway.state().console.sessions.len(), 1);
 }
 
 #[tokio::test]
@@ -304,7 +304,7 @@ async fn a_signed_in_user_who_is_not_an_admin_gets_no_session() {
             .expect("the test issuer")
             .contains("not an administrator")
     );
-    assert!(gateway.state().console.is_empty());
+    assert!(gateway.state().console.sessions.is_empty());
     let _ = SECRET;
 }
 
@@ -463,5 +463,9 @@ async fn single_sign_on_works_in_chromium() {
         ],
     )
     .await;
-    assert_eq!(gateway.state().console.len(), 0, "signed out on the server");
+    assert_eq!(
+        gateway.state().console.sessions.len(),
+        0,
+        "signed out on the server"
+    );
 }

@@ -39,6 +39,13 @@ use axum::routing::{get, post};
 
 use super::AppState;
 
+/// The console's own state: its sessions, and its single sign-on when an OIDC client is
+/// configured.
+pub struct Console {
+    pub sessions: session::ConsoleSessions,
+    pub sso: Option<sso::Sso>,
+}
+
 /// The policy of every console answer: nothing from another origin, no inline or evaluated
 /// script, no framing, forms posting only here.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \

@@ -194,7 +194,7 @@ impl FromRequestParts<AppState> for Signed {
             Ok(signed) => Ok(signed),
             Err((ended, id)) => {
                 if let Some(id) = id {
-                    state.console.end(&id);
+                    state.console.sessions.end(&id);
                 }
                 Err(to_sign_in(state, ended))
             }
@@ -204,7 +204,7 @@ impl FromRequestParts<AppState> for Signed {
 
 async fn signed(headers: &HeaderMap, state: &AppState) -> Result<Signed, (Ended, Option<String>)> {
     let id = cookie_id(headers).ok_or((Ended::None, None))?.to_owned();
-    let Some(session) = state.console.get(&id, state.app.clock.unix_now()) else {
+    let Some(session) = state.console.sessions.get(&id, state.app.clock.unix_now()) else {
         return Err((Ended::Expired, Some(id)));
     };
     let caller = match state.app.caller(&session.token).await {
@@ -234,7 +234,7 @@ fn to_sign_in(state: &AppState, ended: Ended) -> Response {
     if ended != Ended::None {
         response
             .headers_mut()
-            .insert(header::SET_COOKIE, state.console.clearing_cookie());
+            .insert(header::SET_COOKIE, state.console.sessions.clearing_cookie());
     }
     response
 }

@@ -30,7 +30,7 @@ pub(super) async fn page(
     Query(ended): Query<Ended>,
 ) -> Response {
     if session::cookie_id(&headers)
-        .and_then(|id| state.console.get(id, state.app.clock.unix_now()))
+        .and_then(|id| state.console.sessions.get(id, state.app.clock.unix_now()))
         .is_some()
     {
         return Redirect::to("/console/tools").into_response();
@@ -46,7 +46,7 @@ pub(super) async fn page(
     };
     html_response(
         StatusCode::OK,
-        sign_in_page(message, false, state.sso.is_some()),
+        sign_in_page(message, false, state.console.sso.is_some()),
     )
 }
 
@@ -124,15 +124,19 @@ pub(super) async fn sign_in(
         );
     }
     let now = state.app.clock.unix_now();
-    let id = state.console.open(&token, caller.expires_at(), now);
+    let id = state
+        .console
+        .sessions
+        .open(&token, caller.expires_at(), now);
     let max_age = caller
         .expires_at()
         .map_or(session::MAX_LIFETIME_SECS, |exp| exp - now)
         .min(session::MAX_LIFETIME_SECS);
     let mut response = Redirect::to("/console/tools").into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, state.console.cookie(&id, max_age));
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        state.console.sessions.cookie(&id, max_age),
+    );
     response
 }
 
@@ -155,10 +159,10 @@ pub(super) struct SignOut {}
 /// `POST /console/sign-out`: ends the session on the server and removes the cookie.
 pub(super) async fn sign_out(State(state): State<AppState>, write: Write<SignOut>) -> Response {
     let Signed { id, .. } = write.signed;
-    state.console.end(&id);
+    state.console.sessions.end(&id);
     let mut response = Redirect::to("/console/?ended=signed-out").into_response();
     response
         .headers_mut()
-        .insert(header::SET_COOKIE, state.console.clearing_cookie());
+        .insert(header::SET_COOKIE, state.console.sessions.clearing_cookie());
     response
 }

@@ -200,7 +200,7 @@ fn refused(status: StatusCode, message: &str) -> Response {
 
 /// `GET /console/sso`: to the issuer's authorization endpoint.
 pub(super) async fn start(State(state): State<AppState>) -> Response {
-    let Some(sso) = &state.sso else {
+    let Some(sso) = &state.console.sso else {
         return super::html::not_found().await;
     };
     let endpoints = match sso.endpoints().await {
@@ -238,7 +238,7 @@ pub(super) async fn start(State(state): State<AppState>) -> Response {
     // Lax, not Strict: the callback is a navigation from the issuer's site.
     let cookie = format!(
         "{STATE_COOKIE}={sealed}; Path=/console/sso; HttpOnly; SameSite=Lax; Max-Age={PENDING_SECS}{}",
-        if state.console.secure() {
+        if state.console.sessions.secure() {
             "; Secure"
         } else {
             ""
@@ -286,7 +286,7 @@ pub(super) async fn callback(
     headers: HeaderMap,
     Query(callback): Query<Callback>,
 ) -> Response {
-    let Some(sso) = &state.sso else {
+    let Some(sso) = &state.console.sso else {
         return super::html::not_found().await;
     };
     if let Some(error) = callback.error {
@@ -323,7 +323,10 @@ pub(super) async fn callback(
         Err(response) => return response,
     };
     let now = state.app.clock.unix_now();
-    let session_id = state.console.open(&token.0, verified.expires_at(), now);
+    let session_id = state
+        .console
+        .sessions
+        .open(&token.0, verified.expires_at(), now);
     let max_age = verified
         .expires_at()
         .map_or(session::MAX_LIFETIME_SECS, |exp| exp - now)
@@ -341,7 +344,7 @@ pub(super) async fn callback(
     let headers = response.headers_mut();
     headers.append(
         header::SET_COOKIE,
-        state.console.cookie(&session_id, max_age),
+        state.console.sessions.cookie(&session_id, max_age),
     );
     if let Ok(value) =
         HeaderValue::from_str(&format!("{STATE_COOKIE}=; Path=/console/sso; Max-Age=0"))
