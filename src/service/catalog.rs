@@ -439,7 +439,7 @@ impl CatalogService {
 /// A task of a write that did not finish. It panicked (a bug in validation, compilation or
 /// the store: an internal error, not the store being unreachable) or was cancelled because the
 /// runtime is shutting down (the service is going away: unavailable).
-fn task_failed(doing: &str, error: &tokio::task::JoinError) -> WriteError {
+pub(crate) fn task_failed(doing: &str, error: &tokio::task::JoinError) -> WriteError {
     if error.is_panic() {
         WriteError::Internal(format!("{doing} panicked: {error}"))
     } else {

@@ -148,7 +148,7 @@ impl Commands {
         }
         self.catalog.check(precondition).await?;
         let imported = entity.import_on_create().await?;
-        let prepared = prepare(&self.catalog, &entity, imported.as_ref());
+        let (imported, prepared) = prepare(&self.catalog, &entity, imported).await?;
         let stamp = stamp(actor);
         let focus = focus::<E>(entity.id());
         let (import, revision) = self
@@ -197,8 +197,7 @@ impl Commands {
                 } else {
                     None
                 };
-                let prepared = prepare(&self.catalog, &next, imported.as_ref());
-                (imported, prepared)
+                prepare(&self.catalog, &next, imported).await?
             }
             None => (None, Prepared::default()),
         };
@@ -409,16 +408,36 @@ fn find<'c, E: CatalogEntity>(catalog: &'c Catalog, id: &str) -> Option<&'c E> {
 }
 
 /// What `entity`'s import can work out before the write takes the lock, against the current
-/// snapshot (outside the lock: a hostile upstream's definitions cost the other writers nothing).
-fn prepare<E: CatalogEntity>(
+/// snapshot: outside the lock, so that a hostile upstream's definitions cost the other writers
+/// nothing, and on a blocking thread, so that they cost the requests sharing the async workers
+/// nothing either. Gives the import back with it.
+async fn prepare<E: CatalogEntity>(
     catalog: &CatalogService,
     entity: &E,
-    imported: Option<&Import>,
-) -> Prepared {
+    imported: Option<Import>,
+) -> Result<(Option<Import>, Prepared), WriteError> {
     match imported {
-        Some(import) => entity.prepare_import(catalog.snapshot().catalog(), import),
-        None => Prepared::default(),
+        None => Ok((None, Prepared::default())),
+        Some(import) => {
+            let (import, prepared) = prepare_import(catalog, entity, import).await?;
+            Ok((Some(import), prepared))
+        }
     }
+}
+
+/// [`prepare`] of an import there is.
+async fn prepare_import<E: CatalogEntity>(
+    catalog: &CatalogService,
+    entity: &E,
+    import: Import,
+) -> Result<(Import, Prepared), WriteError> {
+    let (snapshot, entity) = (catalog.snapshot(), entity.clone());
+    tokio::task::spawn_blocking(move || {
+        let prepared = entity.prepare_import(snapshot.catalog(), &import);
+        (import, prepared)
+    })
+    .await
+    .map_err(|error| crate::service::catalog::task_failed("preparing the import", &error))
 }
 
 /// Adds `entity`, stamped as created, with what it imported (and what was prepared of it

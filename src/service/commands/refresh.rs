@@ -76,8 +76,7 @@ pub(super) async fn refresh_source(
         });
     }
     let import = ingest::fetch(&source).await?;
-    // Before the lock: what a hostile upstream's definitions cost is not paid by every writer.
-    let prepared = Prepared::of(catalog.snapshot().catalog(), &source, &import);
+    let (import, prepared) = super::prepare_import(catalog, &source, import).await?;
     let (value, revision) = catalog
         .write_if(actor, None, precondition, |current| {
             if !current.sources.iter().any(|s| s.id == id) {
