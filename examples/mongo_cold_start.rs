@@ -96,7 +96,7 @@ async fn main() {
         .await
         .expect("the gateway starts");
         starts.push(starting.elapsed());
-        assert_eq!(running.state.app.catalog.snapshot().revision(), 1);
+        assert_eq!(running.state.app.revision(), 1);
         let _ = stop.send(());
         let _ = running.task.await;
     }

@@ -10,7 +10,7 @@
 //! | adapters | [`redis_link`], [`catalog_file`], [`auth`], [`store`], [`cache`], [`bus`], [`ingest`], [`upstream`] |
 //! | application | [`service`] (every write, every read, every access rule), [`stream`] (live manifests) |
 //! | assembly | [`config`] (settings and their defaults), [`app`] (the services built from settings) |
-//! | transports | [`http`] (REST, SSE, MCP, AuthZEN, admin) |
+//! | transports | [`transport`] (one folder each: REST and SSE, admin, console, MCP, AuthZEN, OAuth, the OpenAPI document) |
 //! | entry points | [`server`] (bind and serve), [`cli`] (the command line) |
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
@@ -34,8 +34,6 @@ pub mod clock;
 pub mod config;
 /// The pure decision core: entities, validation, compiled snapshots, manifests.
 pub mod domain;
-/// The HTTP transports: routes, extractors, problem-JSON errors; REST, SSE, MCP, AuthZEN.
-pub mod http;
 /// Catalog ingestion: OpenAPI documents and MCP servers → tools, and the refresh diff.
 pub mod ingest;
 /// The connection to Redis shared by the cache and the change bus, and whether Redis is up.
@@ -51,5 +49,9 @@ pub mod store;
 pub mod stream;
 /// Logs, traces exported over OTLP, and metrics (Prometheus text and OTLP).
 pub mod telemetry;
+/// The transports, one folder each (REST and SSE, admin, console, MCP, AuthZEN, OAuth, the
+/// OpenAPI document) over shared plumbing (state, route table, extractors, problem JSON); they
+/// only map their wire and enter through [`app`].
+pub mod transport;
 /// Executing an authorized tool call against its upstream (MCP server, OpenAPI operation).
 pub mod upstream;

@@ -53,7 +53,7 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
         store.open().await?,
         Arc::clone(&metrics),
     ));
-    let delegations = delegations(settings, &store).await?;
+    let delegations = delegations(settings, &store, &clock).await?;
     let catalog = Arc::new(
         CatalogService::open_with_bus(store, bus)
             .await
@@ -79,7 +79,7 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
         .await
         .context("setting up token verification")?;
     verifier.spawn_refresh();
-    let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics);
+    let (manifests, decisions) = caches(settings, redis.as_ref(), &admin_rule, &metrics, &clock);
     catalog.carry_into(Arc::clone(&manifests) as Arc<dyn crate::service::catalog::CarryOver>);
     catalog.carry_into(Arc::clone(&decisions) as Arc<dyn crate::service::catalog::CarryOver>);
     let hub = hub(settings, &manifests, &catalog);
@@ -119,6 +119,7 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
 async fn delegations(
     settings: &Settings,
     store: &Arc<dyn CatalogStore>,
+    clock: &Arc<dyn Clock>,
 ) -> anyhow::Result<Arc<Delegations>> {
     let issuer = settings
         .mcp
@@ -133,11 +134,13 @@ async fn delegations(
     ));
     let source: std::sync::Weak<dyn crate::auth::OwnKeySource> = Arc::downgrade(&keys) as _;
     keys.issuer().set_source(source);
-    keys.refresh(chrono::Utc::now().timestamp())
+    keys.refresh(clock.unix_now())
         .await
         .context("reading toolgate's signing keys")?;
     keys.spawn_refresh();
-    Ok(Arc::new(Delegations::new(keys, settings.delegation)))
+    Ok(Arc::new(
+        Delegations::new(keys, settings.delegation).with_clock(Arc::clone(clock)),
+    ))
 }
 
 /// The seed catalog (`--seed`), read and normalised before anything is opened.
@@ -182,6 +185,7 @@ fn caches(
     redis: Option<&Arc<RedisLink>>,
     admin_rule: &AdminRule,
     metrics: &Arc<Metrics>,
+    clock: &Arc<dyn Clock>,
 ) -> (Arc<Manifests>, Arc<Decisions>) {
     let hmac_secret = settings.jwt_secret.as_ref().map(Secret::expose);
     let shared = redis.and_then(|link| {
@@ -190,14 +194,17 @@ fn caches(
     });
     let budgets = settings.cache;
     let access = Arc::new(AccessCache::new(budgets.access_bytes));
-    let manifests = Arc::new(Manifests::new(
-        Arc::clone(&access),
-        budgets.manifest_bytes,
-        shared,
-        admin_rule.paths(),
-        crate::service::seen::DEFAULT_CAPACITY,
-        Arc::clone(metrics),
-    ));
+    let manifests = Arc::new(
+        Manifests::new(
+            Arc::clone(&access),
+            budgets.manifest_bytes,
+            shared,
+            admin_rule.paths(),
+            crate::service::seen::DEFAULT_CAPACITY,
+            Arc::clone(metrics),
+        )
+        .with_clock(Arc::clone(clock)),
+    );
     let decisions = Arc::new(Decisions::new(access, budgets.evaluation_bytes));
     (manifests, decisions)
 }

@@ -9,7 +9,10 @@
 //! [`crate::service`], every stream opens through [`crate::stream::open`]. The way a request
 //! takes through the layers is in `docs/architecture.md`.
 
+mod admin;
+mod agent;
 mod build;
+mod decide;
 mod store;
 
 use std::sync::Arc;
@@ -26,43 +29,71 @@ use crate::service::{
 use crate::stream::StreamHub;
 use crate::telemetry::Metrics;
 
+pub use crate::cache::Coding;
+pub use admin::{AdminDesk, BackupError, ImpactDenied};
+pub use agent::{Denied, Served, with_explanation};
+pub use decide::DecisionDesk;
 pub use store::StoreConfig;
 
-/// Everything a request may use besides its transport's own settings.
+/// Everything a request may use besides its transport's own settings. The fields are private:
+/// transports reach them only through the use cases (`agent.rs`, `decide.rs`, `admin.rs`),
+/// which apply every rule of who may ask what and charge every budget.
 pub struct App {
     /// The current snapshot, and the store behind it.
-    pub catalog: Arc<CatalogService>,
+    catalog: Arc<CatalogService>,
     /// Every catalog write.
-    pub commands: Arc<Commands>,
+    commands: Arc<Commands>,
     /// The one resolver of manifests (and their caches).
-    pub manifests: Arc<Manifests>,
+    manifests: Arc<Manifests>,
     /// Decisions about single tools, from the same evaluation as manifests.
-    pub decisions: Arc<Decisions>,
+    decisions: Arc<Decisions>,
     /// MCP listings and calls.
-    pub mcp_tools: Arc<McpTools>,
+    mcp_tools: Arc<McpTools>,
     /// Every open stream (SSE and MCP), capped per subject by class.
-    pub hub: Arc<StreamHub>,
-    pub verifier: Verifier,
-    pub admin_rule: AdminRule,
+    hub: Arc<StreamHub>,
+    verifier: Verifier,
+    admin_rule: AdminRule,
     /// Per-subject rate limits.
-    pub limits: Arc<Limiters>,
+    limits: Arc<Limiters>,
     /// The impact previews running (`POST /admin/impact`), bounded.
-    pub impact_runs: ImpactRuns,
+    impact_runs: ImpactRuns,
     /// The last refresh of each source on this instance (`GET /admin/sources/{id}`).
-    pub refresh_log: Arc<RefreshLog>,
+    refresh_log: Arc<RefreshLog>,
     /// Redis, when configured: its health for `/readyz`.
-    pub redis: Option<Arc<RedisLink>>,
+    redis: Option<Arc<RedisLink>>,
     /// This server's metrics (`GET /metrics`, OTLP).
-    pub metrics: Arc<Metrics>,
+    metrics: Arc<Metrics>,
     /// The configured token issuer (named as authorization server by the MCP metadata).
-    pub issuer: Option<String>,
+    issuer: Option<String>,
     /// Delegated tokens (`POST /oauth/token`) and toolgate's signing keys.
-    pub delegations: Arc<crate::service::delegation::Delegations>,
+    delegations: Arc<crate::service::delegation::Delegations>,
     /// The time every request reads (expiries, sessions, stamps): the system's in production.
-    pub clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// Whether other instances write to the store (so there is something to follow), and how
     /// often to poll its revision.
     following: Following,
+}
+
+/// What `/readyz` reports.
+#[derive(Debug)]
+pub struct Readiness {
+    /// The store's ping.
+    pub store: Result<(), String>,
+    /// Redis's ping, when Redis is configured.
+    pub redis: Option<Result<(), String>>,
+    /// The catalog revision in force.
+    pub revision: u64,
+}
+
+/// See [`App::internals`].
+pub struct Internals<'a> {
+    pub catalog: &'a Arc<CatalogService>,
+    pub manifests: &'a Arc<Manifests>,
+    pub decisions: &'a Arc<Decisions>,
+    pub mcp_tools: &'a Arc<McpTools>,
+    pub hub: &'a Arc<StreamHub>,
+    pub limits: &'a Arc<Limiters>,
+    pub redis: Option<&'a Arc<RedisLink>>,
 }
 
 /// How this instance learns of other instances' writes.
@@ -120,6 +151,60 @@ impl App {
         let token = self.verifier.verify(bearer).await?;
         let is_admin = self.admin_rule.is_admin(&token.claims);
         Ok(Caller::new(token, is_admin))
+    }
+
+    /// The catalog revision in force now.
+    pub fn revision(&self) -> u64 {
+        self.catalog.snapshot().revision()
+    }
+
+    /// This server's metrics (recorded by the transports too: request counts per protocol).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The time every request reads.
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    /// The configured token issuer (the MCP metadata names it as authorization server).
+    pub fn issuer(&self) -> Option<&str> {
+        self.issuer.as_deref()
+    }
+
+    /// Whether the store answers and, when Redis is configured, whether it does (`/readyz`).
+    pub async fn readiness(&self) -> Readiness {
+        let store = self
+            .catalog
+            .store()
+            .ping()
+            .await
+            .map_err(|error| error.to_string());
+        let redis = match &self.redis {
+            None => None,
+            Some(link) => Some(link.ping().await.map_err(|error| error.to_string())),
+        };
+        Readiness {
+            store,
+            redis,
+            revision: self.revision(),
+        }
+    }
+
+    /// The parts inside, for the server's wiring (metrics observers, shutdown) and for tests
+    /// that look inside. Transports never use it (`tests/it/layering.rs`): they go through
+    /// the use cases.
+    pub fn internals(&self) -> Internals<'_> {
+        Internals {
+            catalog: &self.catalog,
+            manifests: &self.manifests,
+            decisions: &self.decisions,
+            mcp_tools: &self.mcp_tools,
+            hub: &self.hub,
+            limits: &self.limits,
+            redis: self.redis.as_ref(),
+        }
     }
 
     /// Starts the background work: fan-out of each revision to the streams, periodic refreshes

@@ -102,7 +102,7 @@ pub struct GroupMember {
 pub struct ToolExplanation {
     pub tool_id: String,
     /// `granted` or `denied`.
-    pub decision: &'static str,
+    pub decision: ToolDecision,
     /// The priority of the level that decided.
     pub priority: i64,
     /// The policy that decided (the first by id among those of the deciding level that
@@ -119,8 +119,29 @@ pub struct ToolExplanation {
     pub in_manifest: bool,
 }
 
+/// What the deciding level of policies did with a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolDecision {
+    Granted,
+    Denied,
+}
+
+impl ToolDecision {
+    /// The decision as written in explanations.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolDecision::Granted => "granted",
+            ToolDecision::Denied => "denied",
+        }
+    }
+}
+
 /// The values of [`ToolExplanation::decision`].
-pub const DECISIONS: [&str; 2] = ["granted", "denied"];
+pub const DECISIONS: [&str; 2] = [
+    ToolDecision::Granted.as_str(),
+    ToolDecision::Denied.as_str(),
+];
 /// Why a granted tool is not visible to agents, in the order the reasons are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Hidden {
@@ -404,10 +425,13 @@ impl Snapshot {
                 let (priority, deciding_policy) =
                     deciding.expect("a covered tool has a deciding policy");
                 let tool = &self.tools[t];
-                let [granted_, denied_] = DECISIONS;
                 ToolExplanation {
                     tool_id: tool.id.clone(),
-                    decision: if denied { denied_ } else { granted_ },
+                    decision: if denied {
+                        ToolDecision::Denied
+                    } else {
+                        ToolDecision::Granted
+                    },
                     priority,
                     deciding_policy,
                     groups,

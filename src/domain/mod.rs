@@ -55,4 +55,5 @@ pub mod stamp;
 mod tool_index;
 pub mod validate;
 pub mod verdict;
+pub mod why_not;
 pub mod workers;

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Settings, dev_banner, sample_tokens};
-use crate::http::{AppState, router};
+use crate::transport::{AppState, router};
 
 mod activity;
 pub mod fd_limit;
@@ -69,22 +69,22 @@ pub async fn start_with_clock(
     let mut settings = settings;
     settings.listen = listener.local_addr()?;
     let app = Arc::new(App::build_with_clock(&settings, clock).await?);
-    app.metrics
-        .decision_endpoints(&crate::http::authzen::DECISION_ENDPOINTS);
+    app.metrics()
+        .decision_endpoints(&crate::transport::authzen::DECISION_ENDPOINTS);
     let state = AppState::new(Arc::clone(&app), &settings)?;
-    observed::register(&app.metrics, observed::Observed::of(&state));
+    observed::register(app.metrics(), observed::Observed::of(&state));
     let addr = listener.local_addr()?;
     let router = router(state.clone());
     let background = app.spawn_background();
     // Open streams never finish on their own: end them when shutdown starts, so that the
     // graceful shutdown only waits for ordinary requests.
-    let hub = Arc::clone(&app.hub);
+    let hub = Arc::clone(app.internals().hub);
     let shutdown = async move {
         shutdown.await;
         hub.close();
     };
     let connections = connection_limits(&settings);
-    let metrics = Arc::clone(&app.metrics);
+    let metrics = Arc::clone(app.metrics());
     let task = tokio::spawn(async move {
         let served = listen::serve(
             listener,
@@ -101,7 +101,7 @@ pub async fn start_with_clock(
         let _ = tokio::task::spawn_blocking(move || metrics.shutdown()).await;
         served
     });
-    tracing::info!(%addr, revision = app.catalog.snapshot().revision(), "toolgate is listening");
+    tracing::info!(%addr, revision = app.revision(), "toolgate is listening");
     Ok(Running { addr, state, task })
 }
 

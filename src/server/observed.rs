@@ -7,13 +7,13 @@ use std::sync::{Arc, Weak};
 
 use crate::cache::CacheStats;
 use crate::cache::redis::SharedCache;
-use crate::http::AppState;
-use crate::http::mcp::McpEndpoint;
 use crate::redis_link::RedisLink;
 use crate::service::{CatalogService, Decisions, Manifests, McpTools};
 use crate::stream::frame::EventKind;
 use crate::stream::{StreamClass, StreamHub};
 use crate::telemetry::{Metrics, Reading, ReadingKind};
+use crate::transport::AppState;
+use crate::transport::mcp::McpEndpoint;
 
 /// The parts of a running gateway whose own counters are observed.
 pub(super) struct Observed {
@@ -30,14 +30,14 @@ pub(super) struct Observed {
 impl Observed {
     /// The observed parts of a running gateway, held weakly.
     pub(super) fn of(state: &AppState) -> Observed {
-        let app = &state.app;
+        let app = state.app.internals();
         Observed {
-            manifests: Arc::downgrade(&app.manifests),
-            decisions: Arc::downgrade(&app.decisions),
-            mcp_tools: Arc::downgrade(&app.mcp_tools),
-            hub: Arc::downgrade(&app.hub),
-            catalog: Arc::downgrade(&app.catalog),
-            redis: app.redis.as_ref().map(Arc::downgrade),
+            manifests: Arc::downgrade(app.manifests),
+            decisions: Arc::downgrade(app.decisions),
+            mcp_tools: Arc::downgrade(app.mcp_tools),
+            hub: Arc::downgrade(app.hub),
+            catalog: Arc::downgrade(app.catalog),
+            redis: app.redis.map(Arc::downgrade),
             shared: app.manifests.shared().map(Arc::downgrade),
             mcp: Arc::downgrade(&state.mcp),
         }

@@ -208,7 +208,7 @@ async fn run(
         claim_sets,
     } = request;
     let stamp = Stamp {
-        at: Utc::now(),
+        at: manifests.now(),
         by: actor.subject.clone(),
     };
     let (before, after) = match proposal {
@@ -259,7 +259,9 @@ async fn run(
             }
         }
     };
-    let seen = manifests.seen().recent(Utc::now(), before.read_paths());
+    let seen = manifests
+        .seen()
+        .recent(manifests.now(), before.read_paths());
     let warnings = unremembered(&before, &after);
     tokio::task::spawn_blocking(move || {
         report::compare(&before, &after, claim_sets, seen, warnings)

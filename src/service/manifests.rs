@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
 use tracing::field::Empty;
 
 use super::access::AccessCache;
@@ -21,6 +20,7 @@ use super::catalog::CarryOver;
 use super::seen::SeenClaims;
 use crate::cache::redis::SharedCache;
 use crate::cache::{CacheKey, CacheStats, RenderedManifest, RevisionCache};
+use crate::clock::{Clock, SystemClock};
 use crate::domain::access::{Decided, Matched};
 use crate::domain::claims::{ClaimPath, Claims};
 use crate::domain::continuity::Continuity;
@@ -71,6 +71,8 @@ pub struct Manifests {
     /// The claim sets served recently (their projections), for impact previews.
     seen: SeenClaims,
     metrics: Arc<Metrics>,
+    /// When claim sets are seen and how recent "recent" is: the App's clock.
+    clock: Arc<dyn Clock>,
 }
 
 impl Manifests {
@@ -94,7 +96,19 @@ impl Manifests {
             admin_paths: Arc::from(admin_paths),
             seen: SeenClaims::new(seen_capacity),
             metrics,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// The same, on `clock` (the App's: tests move it).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Manifests {
+        self.clock = clock;
+        self
+    }
+
+    /// The time by the clock claim sets are seen by.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.clock.now()
     }
 
     /// The claim sets served recently.
@@ -105,7 +119,7 @@ impl Manifests {
     /// The distinct claim sets served in the last 24 hours as `snapshot`'s policies read them,
     /// most recently seen first (`GET /admin/claim-sets`, the console's View as).
     pub fn recent_claim_sets(&self, snapshot: &Snapshot) -> Vec<crate::service::seen::Seen> {
-        self.seen.recent(chrono::Utc::now(), snapshot.read_paths())
+        self.seen.recent(self.clock.now(), snapshot.read_paths())
     }
 
     /// The key of the manifest for `claims` and `options` at `snapshot`.
@@ -138,8 +152,12 @@ impl Manifests {
         key: CacheKey,
     ) -> Arc<RenderedManifest> {
         let started = Instant::now();
-        self.seen
-            .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
+        self.seen.record(
+            &key.fingerprint,
+            claims,
+            snapshot.read_paths(),
+            self.clock.now(),
+        );
         let span = tracing::debug_span!(
             "resolve",
             otel.name = "resolve manifest",

@@ -1,7 +1,7 @@
 //! Log lines: the `tracing` layer that writes them to stderr (text or JSON) and its filter.
 //!
 //! What reaches a line is what spans and events record, and the code records identities only
-//! as hashes (`http::extract::subject_hash`): never a token, a claim value or a
+//! as hashes (`transport::extract::subject_hash`): never a token, a claim value or a
 //! request body. `tests/it/log_hygiene.rs` holds the server to that at the most verbose level.
 
 use std::io::IsTerminal as _;

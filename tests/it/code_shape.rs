@@ -197,8 +197,8 @@ fn the_scanner_measures_functions_as_written() {
 #[test]
 fn the_transports_shared_state_has_at_most_four_fields() {
     let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/mod.rs"))
-            .expect("src/http/mod.rs");
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/transport/mod.rs"))
+            .expect("src/transport/mod.rs");
     let body = text
         .split("pub struct AppState {")
         .nth(1)

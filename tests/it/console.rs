@@ -183,6 +183,7 @@ async fn writes_need_the_consoles_origin_and_the_sessions_anti_csrf_token() {
     let revision = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .revision()
@@ -212,7 +213,15 @@ async fn writes_need_the_consoles_origin_and_the_sessions_anti_csrf_token() {
         let page = browser.post(path, origin, &pairs).await;
         assert_eq!(page.status, StatusCode::FORBIDDEN, "{what}");
         assert!(
-            gateway.state().app.catalog.snapshot().catalog().tools[1].enabled,
+            gateway
+                .state()
+                .app
+                .internals()
+                .catalog
+                .snapshot()
+                .catalog()
+                .tools[1]
+                .enabled,
             "{what}: nothing written"
         );
     }
@@ -240,6 +249,7 @@ async fn a_write_that_lost_a_race_is_refused_and_shown_so() {
     let seen = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .revision()
@@ -267,7 +277,17 @@ async fn a_write_that_lost_a_race_is_refused_and_shown_so() {
         page.text
     );
     assert!(page.text.contains("Reload"));
-    assert!(gateway.state().app.catalog.snapshot().catalog().tools[1].enabled);
+    assert!(
+        gateway
+            .state()
+            .app
+            .internals()
+            .catalog
+            .snapshot()
+            .catalog()
+            .tools[1]
+            .enabled
+    );
 }
 
 #[tokio::test]
@@ -451,18 +471,20 @@ async fn the_live_view_groups_streams_by_manifest_and_counts_what_a_change_reach
 async fn console_writes_spend_the_same_admin_write_budget_as_the_api() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = support::gateway::config(dir.path(), support::gateway::hs_settings());
-    config.rate_limits.admin_writes = toolgate::service::limits::Budget::new(1, 2);
+    config.rate_limits.admin_writes = toolgate::service::limits::Budget::new(1, 3);
     let gateway = Gateway::start_with(config).await;
     gateway.put_catalog(catalog()).await; // one
     let mut browser = Browser::new(&gateway);
     browser.sign_in(&Gateway::admin()).await;
     let path = "/console/tools/billing%3Arefund/disable";
+    // The impact shown before Apply: two, as `POST /admin/impact` would be.
     browser.get(path).await;
     let (csrf, revision) = (
         browser.csrf.clone().unwrap(),
         gateway
             .state()
             .app
+            .internals()
             .catalog
             .snapshot()
             .revision()
@@ -474,7 +496,7 @@ async fn console_writes_spend_the_same_admin_write_budget_as_the_api() {
         ("reason", "r"),
     ];
     let first = browser.post(path, Some(&browser.origin()), &form).await;
-    assert_eq!(first.status, StatusCode::SEE_OTHER, "two: {}", first.text);
+    assert_eq!(first.status, StatusCode::SEE_OTHER, "three: {}", first.text);
     let over = browser.post(path, Some(&browser.origin()), &form).await;
     assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS, "{}", over.text);
 }

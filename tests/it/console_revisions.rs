@@ -82,6 +82,7 @@ async fn an_admin_reviews_a_revision_and_approves_it_acknowledging_its_findings(
     let seen = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .revision()
@@ -144,6 +145,7 @@ async fn a_decision_on_a_stale_page_is_refused_and_rejecting_keeps_the_approved_
     let seen = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .revision()
@@ -164,6 +166,7 @@ async fn a_decision_on_a_stale_page_is_refused_and_rejecting_keeps_the_approved_
     let now = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .revision()

@@ -760,3 +760,39 @@ async fn a_child_carries_only_the_claims_the_policies_read() {
     );
     assert_eq!(manifest(&gateway, &writer).await, ["crm:write"]);
 }
+
+/// A delegated token's times are read from the gateway's clock, the one its verifier checks
+/// them against: on a clock two minutes ahead of the system's, `iat` is the clock's, and once
+/// the clock passes the token's `exp` and the verifier's leeway for clock skew (30 s) the
+/// gateway refuses it, without waiting for it.
+#[tokio::test]
+async fn delegated_tokens_are_stamped_and_expire_by_the_gateways_clock() {
+    let dir = tempfile::tempdir().expect("dir");
+    let clock = std::sync::Arc::new(toolgate::clock::ManualClock::at(chrono::Utc::now()));
+    let gateway = Gateway::start_clocked(config(dir.path(), hs_settings()), clock.clone()).await;
+    gateway.put_catalog(catalog()).await;
+    let parent = agent("orchestrator");
+    clock.advance(Duration::from_secs(120));
+    let now = toolgate::clock::Clock::unix_now(clock.as_ref());
+    let (child, issued) = delegate(&gateway, &parent, "group:g-read").await;
+    let claims = payload(&child);
+    assert_eq!(claims["iat"].as_i64(), Some(now), "{claims}");
+    let exp = claims["exp"].as_i64().expect("exp");
+    assert_eq!(
+        exp - now,
+        issued["expires_in"].as_i64().expect("expires_in")
+    );
+    assert_eq!(manifest(&gateway, &child).await, ["crm:read"]);
+    let lifetime = u64::try_from(exp - now).expect("ahead");
+    clock.advance(Duration::from_secs(lifetime + 29));
+    assert_eq!(
+        manifest(&gateway, &child).await,
+        ["crm:read"],
+        "within the leeway"
+    );
+    clock.advance(Duration::from_secs(2));
+    gateway
+        .get("/agents/tools", &child)
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
+}

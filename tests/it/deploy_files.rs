@@ -75,7 +75,7 @@ fn the_helm_chart_lints_and_renders_what_the_binary_reads() {
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     for route in ["/healthz", "/readyz"] {
         assert!(
-            toolgate::http::routes::of(route).is_some(),
+            toolgate::transport::routes::of(route).is_some(),
             "{route} is a route of the binary"
         );
     }

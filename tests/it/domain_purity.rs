@@ -22,7 +22,7 @@ const FORBIDDEN_CRATES: [&str; 12] = [
     "rayon",
     "libc",
     "utoipa_axum",
-    // Schemas are derived at the HTTP edge (http/openapi/model.rs): the model is plain data.
+    // Schemas are derived at the HTTP edge (transport/openapi/model.rs): the model is plain data.
     "utoipa",
 ];
 

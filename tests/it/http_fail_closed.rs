@@ -106,7 +106,7 @@ async fn streams_are_regrouped_when_a_policy_starts_reading_a_volatile_claim() {
         assert_eq!(first.ids("data"), READS);
     }
     assert_eq!(
-        gateway.state().app.hub.group_count(),
+        gateway.state().app.internals().hub.group_count(),
         1,
         "no policy reads sid yet: one manifest"
     );
@@ -115,7 +115,7 @@ async fn streams_are_regrouped_when_a_policy_starts_reading_a_volatile_claim() {
     assert_eq!(revoked.event, "tools_changed");
     assert_eq!(revoked.ids("removed"), READS);
     new.no_event(QUIET).await;
-    assert_eq!(gateway.state().app.hub.group_count(), 2);
+    assert_eq!(gateway.state().app.internals().hub.group_count(), 2);
     // Both keep following their own manifest afterwards.
     gateway
         .admin_send(
@@ -136,7 +136,7 @@ async fn streams_are_regrouped_when_a_policy_starts_reading_a_volatile_claim() {
     let restored = stolen.event(WAIT).await;
     assert_eq!(restored.ids("added").len(), 4);
     new.no_event(QUIET).await;
-    assert_eq!(gateway.state().app.hub.group_count(), 1);
+    assert_eq!(gateway.state().app.internals().hub.group_count(), 1);
 }
 
 #[tokio::test]

@@ -59,7 +59,10 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
 
     // A second instance on the same database starts from what the first wrote.
     let second = gateway_on(&server, &database).await;
-    assert_eq!(second.state().app.catalog.snapshot().revision(), revision);
+    assert_eq!(
+        second.state().app.internals().catalog.snapshot().revision(),
+        revision
+    );
     assert_eq!(second.tool_ids(agent(), "").await, tools);
     assert_eq!(admin_catalog(&first).await, admin_catalog(&second).await);
 
@@ -90,7 +93,10 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .request(Method::GET, "/readyz", None, None)
         .await
         .problem(503);
-    assert_eq!(first.state().app.catalog.snapshot().revision(), revision);
+    assert_eq!(
+        first.state().app.internals().catalog.snapshot().revision(),
+        revision
+    );
     assert_eq!(first.tool_ids(agent(), "").await, tools);
 
     server.restart().await;
@@ -103,14 +109,23 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .await
         .expect(StatusCode::OK);
     assert_eq!(
-        first.state().app.catalog.snapshot().revision(),
+        first.state().app.internals().catalog.snapshot().revision(),
         revision + 1
     );
     assert!(!first.tool_ids(agent(), "").await.contains(&tools[0]));
 
     // The other instance catches up from the store (the change bus would tell it; here it is
     // asked directly) and continues the same revision sequence.
-    assert!(second.state().app.catalog.refresh().await.expect("refresh"));
+    assert!(
+        second
+            .state()
+            .app
+            .internals()
+            .catalog
+            .refresh()
+            .await
+            .expect("refresh")
+    );
     assert!(!second.tool_ids(agent(), "").await.contains(&tools[0]));
     let enable = format!("/admin/tools/{}/enable", tools[0]);
     second
@@ -118,7 +133,7 @@ async fn gateways_on_mongodb_share_the_catalog_and_ride_out_the_server_going_awa
         .await
         .expect(StatusCode::OK);
     assert_eq!(
-        second.state().app.catalog.snapshot().revision(),
+        second.state().app.internals().catalog.snapshot().revision(),
         revision + 2
     );
     let audit = second

@@ -102,7 +102,7 @@ fn leaks_nothing(what: &str, reply: &Reply) {
 
 /// The configs the gateway really holds (what the importers use).
 fn stored_config(gateway: &Gateway, id: &str) -> Value {
-    let snapshot = gateway.state().app.catalog.snapshot();
+    let snapshot = gateway.state().app.internals().catalog.snapshot();
     let source = snapshot
         .catalog()
         .sources

@@ -90,11 +90,11 @@ async fn set_policy_active(gateway: &Gateway, policy: &str, active: bool) {
 /// Polls until the hub holds `count` subscribers.
 async fn hub_settles_at(gateway: &Gateway, count: usize) {
     let deadline = Instant::now() + WAIT;
-    while gateway.state().app.hub.subscriber_count() != count {
+    while gateway.state().app.internals().hub.subscriber_count() != count {
         assert!(
             Instant::now() < deadline,
             "the hub still holds {} subscribers, expected {count}",
-            gateway.state().app.hub.subscriber_count()
+            gateway.state().app.internals().hub.subscriber_count()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -262,7 +262,7 @@ async fn many_subscribers_with_different_claims_each_get_their_own_diff() {
     {
         assert_eq!(stream.event(WAIT).await.event, "tools");
     }
-    let hub = &gateway.state().app.hub;
+    let hub = &gateway.state().app.internals().hub;
     assert_eq!(hub.subscriber_count(), 7);
     assert_eq!(
         hub.group_count(),
@@ -343,7 +343,7 @@ async fn a_slow_reader_does_not_delay_a_fast_one_and_is_coalesced() {
         "the fast reader waited {worst:?}"
     );
     assert!(
-        gateway.state().app.hub.lagged_count() > 0,
+        gateway.state().app.internals().hub.lagged_count() > 0,
         "the slow reader was coalesced"
     );
 
@@ -452,11 +452,11 @@ async fn disconnects_free_every_subscription() {
         stream.event(WAIT).await;
         streams.push(stream);
     }
-    assert_eq!(gateway.state().app.hub.subscriber_count(), 20);
-    assert_eq!(gateway.state().app.hub.group_count(), 2);
+    assert_eq!(gateway.state().app.internals().hub.subscriber_count(), 20);
+    assert_eq!(gateway.state().app.internals().hub.group_count(), 2);
     drop(streams);
     hub_settles_at(&gateway, 0).await;
-    assert_eq!(gateway.state().app.hub.group_count(), 0);
+    assert_eq!(gateway.state().app.internals().hub.group_count(), 0);
 }
 
 /// `fields=` narrows every entry on every route that lists them, under its own tag: a read, a

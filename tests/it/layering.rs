@@ -33,7 +33,7 @@ const LAYERS: [&str; 18] = [
     "stream",
     "config",
     "app",
-    "http",
+    "transport",
     "server",
     "cli",
 ];
@@ -132,7 +132,7 @@ fn the_reader_sees_edges_in_code_and_nowhere_else() {
          use crate::{auth::A, store};\n\
          // crate::server in a comment\n\
          /// [`crate::cli`] in a doc link\n\
-         /* crate::http /* nested */ crate::config */\n\
+         /* crate::transport /* nested */ crate::config */\n\
          let m = \"crate::stream in a string\";\n\
          let s = crate::service::f();\n\
          let t = notcrate::telemetry::g();\n",
@@ -340,4 +340,70 @@ fn only_the_front_door_verifies_tokens_and_applies_the_admin_rule() {
         "go through App::caller instead:\n{}",
         offences.join("\n")
     );
+}
+
+/// What a transport must not touch: the parts below the front door that hold state or apply
+/// rules (the store, the caches, the stream hub, the rate limiter, the verifier, the parts
+/// `App::internals` hands to the server and to tests). A transport maps its wire onto a use
+/// case of `app`, which applies every rule and charges every budget, so that a rule added there
+/// holds on every transport. Error types of those parts (`StoreError`, `Limited`, `AuthError`,
+/// `OpenError`) may be named: transports word them.
+const BELOW_THE_FRONT_DOOR: [&str; 20] = [
+    "CatalogStore",
+    ".store()",
+    "EmbeddedStore",
+    "ObservedStore",
+    "crate::store::embedded",
+    "crate::store::mongo",
+    "RevisionCache",
+    "SharedCache",
+    "RenderedManifest",
+    "CacheKey",
+    "crate::redis_link",
+    "crate::bus",
+    "StreamHub",
+    "crate::stream::open",
+    "Limiters",
+    "RouteClass",
+    ".charge(",
+    "Verifier",
+    ".verify(",
+    "internals()",
+];
+
+#[test]
+fn transports_enter_through_the_front_door() {
+    let transport = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/transport");
+    let mut files = Vec::new();
+    rust_files(&transport, &mut files);
+    assert!(files.len() > 50, "the transports are under src/transport");
+    let mut offences = Vec::new();
+    for file in &files {
+        let code = code_only(&std::fs::read_to_string(file).expect("readable source"));
+        // A unit test of the error mapping builds the error it maps.
+        let code = match code.find("#[cfg(test)]") {
+            Some(tests) if file.ends_with("errors.rs") => code[..tests].to_owned(),
+            _ => code,
+        };
+        for part in BELOW_THE_FRONT_DOOR {
+            if code.contains(part) {
+                offences.push(format!("{}: {part}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "transports reach what is below the front door; add a use case to src/app/ instead:\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_front_door_rule_catches_a_transport_that_reaches_below_it() {
+    let reaching = "async fn h(state: AppState) { state.app.internals().hub.live(); }";
+    let found: Vec<_> = BELOW_THE_FRONT_DOOR
+        .iter()
+        .filter(|part| code_only(reaching).contains(**part))
+        .collect();
+    assert_eq!(found, [&"internals()"]);
 }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use support::gateway::Gateway;
-use toolgate::http::routes::{self, Access, ROUTES};
+use toolgate::transport::routes::{self, Access, ROUTES};
 
 /// The routes that need no token, from the one route table.
 fn is_open(path: &str) -> bool {
@@ -649,12 +649,12 @@ fn the_schema_checker_refuses_what_does_not_fit() {
 
 /// Every route is registered through the table's `route`: no `.route(` / `.nest(` call in the
 /// HTTP code bypasses it. The exceptions: the `bench-routes` feature's file, and the admin
-/// console (`http/console/`), whose routes are HTML pages for people, not the JSON API the
+/// console (`transport/console/`), whose routes are HTML pages for people, not the JSON API the
 /// document describes (they are listed in its `routes` and driven by tests/it/console*.rs).
 #[test]
 fn no_route_is_registered_around_the_table() {
     use crate::support::source_text::{code_only, rust_files};
-    let http = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let http = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/transport");
     let mut files = Vec::new();
     rust_files(&http, &mut files);
     let mut bypasses = Vec::new();
@@ -662,7 +662,7 @@ fn no_route_is_registered_around_the_table() {
         let shown = file.display().to_string();
         if shown.ends_with("routes.rs")
             || shown.ends_with("bench.rs")
-            || shown.contains("/http/console/")
+            || shown.contains("/transport/console/")
         {
             continue;
         }
@@ -675,6 +675,6 @@ fn no_route_is_registered_around_the_table() {
     }
     assert!(
         bypasses.is_empty(),
-        "register routes through http::routes: {bypasses:#?}"
+        "register routes through transport::routes: {bypasses:#?}"
     );
 }

@@ -292,6 +292,7 @@ async fn access_and_group_entries_carry_their_revision_and_ttl() {
     let policies = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .policies_digest()
@@ -368,6 +369,7 @@ async fn a_shared_decision_is_used_only_at_its_own_revision() {
     let digest = gateway
         .state()
         .app
+        .internals()
         .catalog
         .snapshot()
         .policies_digest()
@@ -494,6 +496,7 @@ async fn agents_are_served_without_a_failure_while_redis_dies_and_returns() {
         gateway
             .state()
             .app
+            .internals()
             .redis
             .as_ref()
             .expect("redis")

@@ -122,7 +122,14 @@ async fn on_a_redis_cluster_changes_reach_every_instance_and_entries_spread_over
         per_node.iter().filter(|keys| **keys > 0).count() >= 2,
         "keys spread over the masters' slots: {per_node:?}"
     );
-    let health = gateway.state().app.redis.as_ref().expect("redis").health();
+    let health = gateway
+        .state()
+        .app
+        .internals()
+        .redis
+        .as_ref()
+        .expect("redis")
+        .health();
     assert_eq!(health.counts().0, 0, "no failed Redis call");
 }
 
@@ -183,7 +190,14 @@ async fn under_sentinel_a_failover_fails_no_agent_read_and_leaves_no_stale_manif
     assert!(slowest < Duration::from_secs(2), "slowest read {slowest:?}");
 
     // The gateway follows the new master: healthy again, and writing its entries there.
-    let health = gateway.state().app.redis.as_ref().expect("redis").health();
+    let health = gateway
+        .state()
+        .app
+        .internals()
+        .redis
+        .as_ref()
+        .expect("redis")
+        .health();
     eventually("the gateway's Redis is up again", WAIT, || {
         !health.is_down()
     })

@@ -13,7 +13,7 @@ use support::gateway::{config, hs_settings};
 use toolgate::app::App;
 use toolgate::auth::VerifiedToken;
 use toolgate::service::{Caller, ReadRequest};
-use toolgate::stream::{Connection, Notice, Opening, StreamClass, Watch, open};
+use toolgate::stream::{Connection, Notice, Opening, StreamClass, Watch};
 
 const HOUR: i64 = 3_600;
 
@@ -37,7 +37,8 @@ async fn app_and_caller() -> (App, Caller, i64, tempfile::TempDir) {
 async fn an_sse_stream_sends_token_expired_at_exp_and_ends() {
     let (app, caller, exp, _dir) = app_and_caller().await;
     let read = ReadRequest::default();
-    let opened = open(&app.hub, &app.limits, &caller, &read, StreamClass::Sse)
+    let opened = app
+        .open_stream(&caller, &read, StreamClass::Sse)
         .await
         .expect("opened");
     let started = tokio::time::Instant::now();
@@ -73,7 +74,7 @@ async fn an_sse_stream_sends_token_expired_at_exp_and_ends() {
         .count();
     assert!(pings >= 200, "kept alive while waiting: {pings} pings");
     assert_eq!(
-        app.hub.subscriber_count(),
+        app.internals().hub.subscriber_count(),
         0,
         "the ended stream left the hub"
     );
@@ -83,7 +84,8 @@ async fn an_sse_stream_sends_token_expired_at_exp_and_ends() {
 async fn an_mcp_watch_tells_of_expiry_at_exp_and_ends() {
     let (app, caller, _exp, _dir) = app_and_caller().await;
     let read = ReadRequest::default();
-    let opened = open(&app.hub, &app.limits, &caller, &read, StreamClass::Mcp)
+    let opened = app
+        .open_stream(&caller, &read, StreamClass::Mcp)
         .await
         .expect("opened");
     let started = tokio::time::Instant::now();

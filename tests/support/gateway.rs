@@ -138,7 +138,7 @@ impl Gateway {
     }
 
     /// The running server's state (the stream hub, the catalog service).
-    pub fn state(&self) -> &toolgate::http::AppState {
+    pub fn state(&self) -> &toolgate::transport::AppState {
         &self.running.as_ref().expect("the gateway is running").state
     }
 

@@ -20,7 +20,6 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::Caller;
-use crate::clock::unix_now;
 use crate::domain::claims::{ACT_CLAIM, ClaimPath, Claims, DELEGATION_CLAIM, project};
 use crate::domain::delegation::{
     Chain, ScopeItem, covers, depth, is_own_path, level_claims, per_token,
@@ -113,11 +112,24 @@ pub struct Issued {
 pub struct Delegations {
     keys: Arc<KeyRing>,
     settings: DelegationSettings,
+    /// What issued tokens' `iat`, `nbf` and `exp` are read from: the App's clock, the one the
+    /// verifier checks them against.
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl Delegations {
     pub fn new(keys: Arc<KeyRing>, settings: DelegationSettings) -> Delegations {
-        Delegations { keys, settings }
+        Delegations {
+            keys,
+            settings,
+            clock: Arc::new(crate::clock::SystemClock),
+        }
+    }
+
+    /// The same, on `clock` (the App's: tests move it).
+    pub fn with_clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Delegations {
+        self.clock = clock;
+        self
     }
 
     pub fn keys(&self) -> &Arc<KeyRing> {
@@ -149,7 +161,7 @@ impl Delegations {
             )));
         }
         let kept = kept_scope(snapshot, claims, request.scope.as_deref())?;
-        let now = unix_now();
+        let now = self.clock.unix_now();
         let exp = self.expiry(subject, request.expires_in.as_deref(), now)?;
         let key = self.keys.signing_key(now).ok_or_else(|| {
             ExchangeError::Unavailable(

@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use chrono::Utc;
 
 use super::Caller;
 use super::decisions::Decisions;
@@ -149,9 +148,12 @@ impl McpTools {
     ) -> Result<ToolsPage, BadCursor> {
         let after = cursor.map(decode_cursor).transpose()?;
         let key = self.manifests.key(snapshot, claims, options);
-        self.manifests
-            .seen()
-            .record(&key.fingerprint, claims, snapshot.read_paths(), Utc::now());
+        self.manifests.seen().record(
+            &key.fingerprint,
+            claims,
+            snapshot.read_paths(),
+            self.manifests.now(),
+        );
         let matched = self
             .manifests
             .access()

@@ -420,7 +420,7 @@ fn explanation_names_failing_matchers_members_exclusions_and_deciders() {
     };
     assert_eq!(
         (
-            tool("billing:list_invoices").decision,
+            tool("billing:list_invoices").decision.as_str(),
             tool("billing:list_invoices").deciding_policy.as_str()
         ),
         ("granted", "allow")
@@ -428,7 +428,7 @@ fn explanation_names_failing_matchers_members_exclusions_and_deciders() {
     let delete = tool("crm:delete_customer");
     assert_eq!(
         (
-            delete.decision,
+            delete.decision.as_str(),
             delete.deciding_policy.as_str(),
             delete.priority
         ),
