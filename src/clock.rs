@@ -7,8 +7,8 @@
 //! [`unix_now`] is the one definition of "seconds since the epoch" for code that is not handed
 //! a clock yet; new code takes a clock.
 
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -21,6 +21,10 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn unix_now(&self) -> i64 {
         self.now().timestamp().max(0)
     }
+
+    /// Time since an arbitrary origin that never goes back, whatever the wall clock does (it
+    /// may be stepped): what rate buckets refill by and intervals are measured with.
+    fn monotonic(&self) -> Duration;
 }
 
 /// The operating system's clock.
@@ -31,12 +35,20 @@ impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
     }
+
+    fn monotonic(&self) -> Duration {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed()
+    }
 }
 
 /// A clock that stands still until it is moved: for tests of what happens at a time.
 #[derive(Debug)]
 pub struct ManualClock {
     now: Mutex<DateTime<Utc>>,
+    /// How far it has been moved forward in all ([`Clock::monotonic`]); a `set` is a step of
+    /// the wall clock and does not move it.
+    moved: Mutex<Duration>,
 }
 
 impl ManualClock {
@@ -44,16 +56,20 @@ impl ManualClock {
     pub fn at(now: DateTime<Utc>) -> ManualClock {
         ManualClock {
             now: Mutex::new(now),
+            moved: Mutex::new(Duration::ZERO),
         }
     }
 
     /// Moves the clock forward by `by` (saturating at the end of time).
     pub fn advance(&self, by: Duration) {
         let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
+        let std_by = by;
         let by = TimeDelta::from_std(by).unwrap_or(TimeDelta::MAX);
         *now = now
             .checked_add_signed(by)
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let mut moved = self.moved.lock().unwrap_or_else(PoisonError::into_inner);
+        *moved = moved.saturating_add(std_by);
     }
 
     /// Sets the clock to `now` (backwards too: a clock stepped back by NTP).
@@ -65,6 +81,10 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn monotonic(&self) -> Duration {
+        *self.moved.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -84,8 +104,14 @@ mod tests {
         assert_eq!(clock.unix_now(), 1_800_000_000);
         clock.advance(Duration::from_secs(90));
         assert_eq!(clock.unix_now(), 1_800_000_090);
+        assert_eq!(clock.monotonic(), Duration::from_secs(90));
         clock.set(DateTime::<Utc>::from_timestamp(-5, 0).expect("a time"));
         assert_eq!(clock.unix_now(), 0, "before 1970 counts as 1970");
+        assert_eq!(
+            clock.monotonic(),
+            Duration::from_secs(90),
+            "a step is not a move"
+        );
         clock.advance(Duration::MAX);
         assert_eq!(clock.now(), DateTime::<Utc>::MAX_UTC);
     }
@@ -95,5 +121,7 @@ mod tests {
         let before = Utc::now().timestamp();
         let read = unix_now();
         assert!(read >= before && read <= Utc::now().timestamp());
+        let (first, second) = (SystemClock.monotonic(), SystemClock.monotonic());
+        assert!(second >= first);
     }
 }

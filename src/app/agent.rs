@@ -123,7 +123,8 @@ impl App {
         read: &ReadRequest,
         class: StreamClass,
     ) -> Result<Opened, OpenError> {
-        crate::stream::open(&self.hub, &self.limits, caller, read, class).await
+        let now = self.clock.unix_now();
+        crate::stream::open(&self.hub, &self.limits, (caller, now), read, class).await
     }
 
     /// One page of MCP `tools/list` for `caller` (an agent read).
@@ -134,11 +135,12 @@ impl App {
         cursor: Option<&str>,
     ) -> Result<Result<ToolsPage, BadCursor>, Denied> {
         self.limits.charge(RouteClass::AgentReads, caller)?;
-        ReadRequest::of(options.clone()).authorize(caller)?;
+        let read = ReadRequest::of(options);
+        read.authorize(caller)?;
         let snapshot = self.catalog.snapshot();
         Ok(self
             .mcp_tools
-            .list(&snapshot, caller.claims(), options, cursor))
+            .list(&snapshot, caller.claims(), read.options, cursor))
     }
 
     /// MCP `tools/call` by `caller` (a tool call): decided by the same evaluation as its
@@ -146,16 +148,17 @@ impl App {
     pub async fn mcp_call(
         &self,
         caller: &Caller,
-        options: &ManifestOptions,
+        options: ManifestOptions,
         name: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Result<CallResult, Refused>, Denied> {
         self.limits.charge(RouteClass::ToolCalls, caller)?;
-        ReadRequest::of(options.clone()).authorize(caller)?;
+        let read = ReadRequest::of(options);
+        read.authorize(caller)?;
         let snapshot = self.catalog.snapshot();
         Ok(self
             .mcp_tools
-            .call(&snapshot, caller, options, name, arguments)
+            .call(&snapshot, caller, &read.options, name, arguments)
             .await)
     }
 

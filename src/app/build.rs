@@ -36,7 +36,7 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
     let seed = seed_catalog(settings)?;
     let upstream = Upstream::new(settings.mcp.calls).context("setting up the upstream client")?;
     let metrics = metrics(settings).await?;
-    let upstream = upstream.with_token_metrics(metrics.upstream_tokens.clone());
+    let upstream = upstream.with_tokens(metrics.upstream_tokens.clone(), Arc::clone(&clock));
     let store = StoreConfig::from_settings(settings);
     let redis = redis(settings)?;
     let bus = redis
@@ -57,7 +57,8 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
     let catalog = Arc::new(
         CatalogService::open_with_bus(store, bus)
             .await
-            .context("loading the catalog")?,
+            .context("loading the catalog")?
+            .with_clock(Arc::clone(&clock)),
     );
     let refresh_log = Arc::new(RefreshLog::default());
     let commands = Arc::new(Commands::new(
@@ -91,7 +92,8 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
         settings.cache.mcp_page_bytes,
     ));
     catalog.carry_into(Arc::clone(&mcp_tools) as Arc<dyn crate::service::catalog::CarryOver>);
-    let limits = Limiters::new(settings.rate_limits).observed(Arc::clone(&metrics));
+    let limits = Limiters::with_clock(settings.rate_limits, Arc::clone(&clock))
+        .observed(Arc::clone(&metrics));
     Ok(App {
         catalog,
         commands,
@@ -126,12 +128,15 @@ async fn delegations(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{}", settings.listen));
-    let keys = Arc::new(KeyRing::new(
-        Arc::clone(store),
-        OwnIssuer::new(issuer),
-        settings.delegation.key_rotation,
-        settings.delegation.max_lifetime,
-    ));
+    let keys = Arc::new(
+        KeyRing::new(
+            Arc::clone(store),
+            OwnIssuer::new(issuer),
+            settings.delegation.key_rotation,
+            settings.delegation.max_lifetime,
+        )
+        .with_clock(Arc::clone(clock)),
+    );
     let source: std::sync::Weak<dyn crate::auth::OwnKeySource> = Arc::downgrade(&keys) as _;
     keys.issuer().set_source(source);
     keys.refresh(clock.unix_now())

@@ -11,7 +11,6 @@ use std::time::Duration;
 use jsonwebtoken::Algorithm;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use super::jwks_source::JwksSource;
 use super::key_set::KeySet;
@@ -24,10 +23,13 @@ pub(crate) struct JwksCache {
     current: RwLock<Arc<KeySet>>,
     /// Bumped after every key set made current: what a verification was made with.
     generation: AtomicU64,
-    /// Held for the duration of a fetch; stores when the last fetch started.
-    fetch_gate: Mutex<Option<Instant>>,
+    /// Held for the duration of a fetch; stores when the last fetch started (the clock's
+    /// monotonic reading).
+    fetch_gate: Mutex<Option<Duration>>,
     refresh_interval: Duration,
     min_refetch_interval: Duration,
+    /// What the refetch interval is measured by: the verifier's clock.
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl JwksCache {
@@ -39,6 +41,7 @@ impl JwksCache {
         source: JwksSource,
         refresh_interval: Duration,
         min_refetch_interval: Duration,
+        clock: Arc<dyn crate::clock::Clock>,
     ) -> Result<Arc<Self>, AuthSetupError> {
         let cache = Arc::new(Self {
             source,
@@ -47,6 +50,7 @@ impl JwksCache {
             fetch_gate: Mutex::new(None),
             refresh_interval,
             min_refetch_interval,
+            clock,
         });
         if let Err(error) = cache.fetch_now().await {
             match &cache.source {
@@ -104,10 +108,11 @@ impl JwksCache {
         if !Arc::ptr_eq(&current, seen) {
             return Some(current);
         }
-        if last_fetch.is_some_and(|at| at.elapsed() < self.min_refetch_interval) {
+        let now = self.clock.monotonic();
+        if last_fetch.is_some_and(|at| now.saturating_sub(at) < self.min_refetch_interval) {
             return None;
         }
-        *last_fetch = Some(Instant::now());
+        *last_fetch = Some(now);
         match self.fetch_and_store().await {
             Ok(renewed) => Some(renewed),
             Err(error) => {
@@ -124,7 +129,7 @@ impl JwksCache {
     /// Fetches unconditionally (start-up and periodic refresh), still one fetch at a time.
     async fn fetch_now(&self) -> Result<Arc<KeySet>, JwksError> {
         let mut last_fetch = self.fetch_gate.lock().await;
-        *last_fetch = Some(Instant::now());
+        *last_fetch = Some(self.clock.monotonic());
         self.fetch_and_store().await
     }
 

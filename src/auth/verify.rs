@@ -89,6 +89,7 @@ impl Verifier {
                     source,
                     settings.jwks_refresh_interval,
                     settings.jwks_min_refetch_interval,
+                    Arc::clone(&clock),
                 )
                 .await?;
                 Some(cache)

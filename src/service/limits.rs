@@ -20,7 +20,9 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::Clock as _;
+use governor::middleware::NoOpMiddleware;
+use governor::nanos::Nanos;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
@@ -120,7 +122,21 @@ impl RateLimits {
     }
 }
 
-type Buckets = RateLimiter<u64, DashMapStateStore<u64>, DefaultClock>;
+type Buckets = RateLimiter<u64, DashMapStateStore<u64>, BucketClock, NoOpMiddleware<Nanos>>;
+
+/// The App's clock as the buckets read it: its monotonic reading, so that a step of the wall
+/// clock neither refills nor drains a bucket, and a test that moves a
+/// [`ManualClock`](crate::clock::ManualClock) refills them without waiting.
+#[derive(Debug, Clone)]
+pub struct BucketClock(Arc<dyn crate::clock::Clock>);
+
+impl governor::clock::Clock for BucketClock {
+    type Instant = Nanos;
+
+    fn now(&self) -> Nanos {
+        Nanos::from(self.0.monotonic())
+    }
+}
 
 /// A request over its class's budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +168,7 @@ pub struct Limiters {
     limits: RateLimits,
     /// Keys subjects; random per process, so bucket sharing cannot be arranged from outside.
     hasher: RandomState,
-    clock: DefaultClock,
+    clock: BucketClock,
     agent_reads: Option<Buckets>,
     streams: Option<Buckets>,
     admin_writes: Option<Buckets>,
@@ -164,7 +180,12 @@ pub struct Limiters {
 
 impl Limiters {
     pub fn new(limits: RateLimits) -> Limiters {
-        let clock = DefaultClock::default();
+        Limiters::with_clock(limits, Arc::new(crate::clock::SystemClock))
+    }
+
+    /// Limiters whose buckets refill by `clock` (the App's).
+    pub fn with_clock(limits: RateLimits, clock: Arc<dyn crate::clock::Clock>) -> Limiters {
+        let clock = BucketClock(clock);
         let buckets = |budget: Option<Budget>| {
             budget.map(|budget| {
                 let quota = Quota::per_second(budget.per_second).allow_burst(budget.burst);

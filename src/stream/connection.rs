@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -63,7 +63,7 @@ impl Connection {
         render: Render,
         opening: Opening,
         ping: Duration,
-        expires_at: Option<i64>,
+        expiry: Option<Expiry>,
     ) -> Connection {
         let rendered = opening.rendered;
         let first = if opening.resumed {
@@ -86,7 +86,12 @@ impl Connection {
             first: Some(first),
             rest: VecDeque::new(),
             ping,
-            expiry: expires_at.map(|exp| (Box::pin(tokio::time::sleep_until(deadline(exp))), exp)),
+            expiry: expiry.map(|expiry| {
+                (
+                    Box::pin(tokio::time::sleep_until(expiry.deadline())),
+                    expiry.exp,
+                )
+            }),
             closed: false,
         }
     }
@@ -215,13 +220,29 @@ pub fn tools_event(rendered: &RenderedManifest) -> Event {
     Event([Bytes::from(prefix), head, tail, Bytes::from_static(b"\n\n")])
 }
 
-/// The instant of unix time `exp`, no leeway: already passed means now.
-pub(super) fn deadline(exp: i64) -> Instant {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let exp = Duration::from_secs(u64::try_from(exp).unwrap_or(0));
-    Instant::now() + exp.saturating_sub(now)
+/// When a stream's token expires: its `exp`, and how long that is from when the stream opens
+/// by the App's clock (the one the verifier checks `exp` against), no leeway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    /// The token's `exp`, unix seconds.
+    pub exp: i64,
+    /// How long from now: zero when already passed.
+    pub left: Duration,
+}
+
+impl Expiry {
+    /// The expiry of a token expiring at `exp` (if it does), at unix time `now`.
+    pub fn of(exp: Option<i64>, now: i64) -> Option<Expiry> {
+        exp.map(|exp| Expiry {
+            exp,
+            left: Duration::from_secs(u64::try_from(exp.saturating_sub(now)).unwrap_or(0)),
+        })
+    }
+
+    /// The timer's instant.
+    pub(super) fn deadline(self) -> Instant {
+        Instant::now() + self.left
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub mod outbox;
 pub mod watch;
 
 pub use budget::StreamBudget;
-pub use connection::{Connection, Opening, Render};
+pub use connection::{Connection, Expiry, Opening, Render};
 pub use hub::{HubLimits, StreamClass, StreamHub, SubscribeError, Subscription};
 pub use open::{OpenError, Opened, open};
 pub use watch::{Notice, Watch};

@@ -21,6 +21,8 @@ pub struct Opened {
     pub rendered: Arc<RenderedManifest>,
     /// Renders the caller's manifest at the then current snapshot (after lagging).
     pub render: Render,
+    /// When the caller's token expires, by the clock `open` was given the time of.
+    pub expiry: Option<super::Expiry>,
 }
 
 /// Why a stream was not opened.
@@ -40,11 +42,12 @@ pub enum OpenError {
     Subscribe(SubscribeError),
 }
 
-/// Opens a stream of class `class` of `caller`'s manifest for `read`.
+/// Opens a stream of class `class` of `caller`'s manifest for `read`, at unix time `now` (the
+/// App's clock: what the caller's token expiry is counted from).
 pub async fn open(
     hub: &Arc<StreamHub>,
     limits: &Limiters,
-    caller: &Caller,
+    (caller, now): (&Caller, i64),
     read: &ReadRequest,
     class: StreamClass,
 ) -> Result<Opened, OpenError> {
@@ -78,5 +81,6 @@ pub async fn open(
         subscription,
         rendered,
         render,
+        expiry: super::Expiry::of(caller.expires_at(), now),
     })
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
-use super::connection::{Render, deadline};
+use super::connection::{Expiry, Render};
 use super::hub::Subscription;
 use super::outbox::Next;
 
@@ -55,7 +55,7 @@ impl Watch {
         current: &str,
         resumed_from: Option<&str>,
         ping: Duration,
-        expires_at: Option<i64>,
+        expiry: Option<Expiry>,
         ended: Option<watch::Receiver<()>>,
     ) -> Watch {
         let current: Arc<str> = Arc::from(current);
@@ -70,7 +70,7 @@ impl Watch {
             current,
             pending,
             ping,
-            expiry: expires_at.map(deadline),
+            expiry: expiry.map(Expiry::deadline),
             ended,
             closed: false,
         }

@@ -198,6 +198,9 @@ pub struct Upstream {
     documents: openapi::Documents,
     validators: ValidatorCache,
     credentials: credentials::Credentials,
+    /// When documents are read, compared with the tools' `updated_at` (stamped by the same
+    /// clock, the App's).
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 impl Upstream {
@@ -217,15 +220,21 @@ impl Upstream {
             documents: openapi::Documents::default(),
             validators: ValidatorCache::default(),
             credentials: credentials::Credentials::default(),
+            clock: std::sync::Arc::new(crate::clock::SystemClock),
         })
     }
 
-    /// The same adapter, counting the tokens it asks for with `metrics`.
-    pub fn with_token_metrics(
+    /// The same adapter, counting the tokens it asks for with `metrics`, and keeping them
+    /// until `clock` says they are near expiry (the App's clock, which callers' tokens
+    /// expire by).
+    pub fn with_tokens(
         mut self,
         metrics: crate::telemetry::upstream_tokens::TokenMetrics,
+        clock: std::sync::Arc<dyn crate::clock::Clock>,
     ) -> Upstream {
-        self.credentials = credentials::Credentials::with_metrics(metrics);
+        self.credentials =
+            credentials::Credentials::new(Some(metrics), std::sync::Arc::clone(&clock));
+        self.clock = clock;
         self
     }
 
@@ -359,6 +368,7 @@ impl Upstream {
                     limits: self.limits,
                     documents: &self.documents,
                     authorization: authorization.as_deref(),
+                    clock: self.clock.as_ref(),
                 };
                 call.run(target, tool, arguments).await
             }

@@ -80,6 +80,8 @@ pub(super) struct Call<'u> {
     pub documents: &'u Documents,
     /// The token `config.auth` asked for (`Bearer …`), sent as `Authorization`.
     pub authorization: Option<&'u str>,
+    /// When a document is read (the clock tools' `updated_at` is stamped by).
+    pub clock: &'u dyn crate::clock::Clock,
 }
 
 impl Call<'_> {
@@ -146,7 +148,7 @@ impl Call<'_> {
             )));
         };
         let read = || async {
-            let read_at = chrono::Utc::now();
+            let read_at = self.clock.now();
             let value = ingest::openapi_document(spec, headers).await?;
             Ok::<_, IngestError>(Document { value, read_at })
         };

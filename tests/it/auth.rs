@@ -16,6 +16,7 @@ use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 use toolgate::auth::{AuthError, AuthSettings, AuthSetupError, Verifier, bearer_token, mint_hs256};
+use toolgate::clock::ManualClock;
 
 use crate::support;
 
@@ -60,6 +61,16 @@ fn settings() -> AuthSettings {
 
 async fn verifier_with(settings: AuthSettings) -> Verifier {
     Verifier::new(settings).await.expect("valid auth settings")
+}
+
+/// [`verifier_with`] on a clock the test moves (what JWKS refetches are spaced by; the claims'
+/// times too).
+async fn verifier_on(settings: AuthSettings) -> (Verifier, std::sync::Arc<ManualClock>) {
+    let clock = std::sync::Arc::new(ManualClock::at(chrono::Utc::now()));
+    let verifier = Verifier::with_own_and_clock(settings, None, clock.clone())
+        .await
+        .expect("valid auth settings");
+    (verifier, clock)
 }
 
 async fn hs_verifier() -> Verifier {
@@ -644,7 +655,7 @@ async fn a_rotated_key_is_fetched_on_first_sight_and_refetches_are_rate_limited(
         TestKey::p256("nope"),
     );
     let server = JwksServer::start(jwks(&[&old])).await;
-    let verifier = verifier_with(AuthSettings {
+    let (verifier, clock) = verifier_on(AuthSettings {
         jwks: Some(server.url()),
         jwks_min_refetch_interval: MIN_REFETCH,
         ..settings()
@@ -667,7 +678,7 @@ async fn a_rotated_key_is_fetched_on_first_sight_and_refetches_are_rate_limited(
     assert_eq!(server.requests(), 1, "rate-limited");
 
     // Once the interval has passed, concurrent callers share one refetch.
-    tokio::time::sleep(MIN_REFETCH + Duration::from_millis(100)).await;
+    clock.advance(MIN_REFETCH + Duration::from_millis(100));
     let outcomes = verify_concurrently(&verifier, &new_token, 16).await;
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     assert_eq!(server.requests(), 2, "one shared refetch");
@@ -684,7 +695,7 @@ async fn a_rotated_key_is_fetched_on_first_sight_and_refetches_are_rate_limited(
 
     // Later, one refetch is allowed; the retired key then stops working.
     server.serve(jwks(&[&new]));
-    tokio::time::sleep(MIN_REFETCH + Duration::from_millis(100)).await;
+    clock.advance(MIN_REFETCH + Duration::from_millis(100));
     let outcomes = verify_concurrently(&verifier, &unknown_token, 16).await;
     assert!(
         outcomes
@@ -707,7 +718,7 @@ async fn an_unavailable_jwks_at_start_is_retried() {
     let key = TestKey::ed25519("ed");
     let server = JwksServer::start(jwks(&[&key])).await;
     server.set_available(false);
-    let verifier = verifier_with(AuthSettings {
+    let (verifier, clock) = verifier_on(AuthSettings {
         jwks: Some(server.url()),
         jwks_min_refetch_interval: MIN_REFETCH,
         ..settings()
@@ -717,7 +728,12 @@ async fn an_unavailable_jwks_at_start_is_retried() {
     assert_eq!(verifier.verify(&token).await, Err(AuthError::UnknownKey));
 
     server.set_available(true);
-    tokio::time::sleep(MIN_REFETCH + Duration::from_millis(100)).await;
+    assert_eq!(
+        verifier.verify(&token).await,
+        Err(AuthError::UnknownKey),
+        "not before the interval"
+    );
+    clock.advance(MIN_REFETCH + Duration::from_millis(100));
     assert!(verifier.verify(&token).await.is_ok());
 }
 

@@ -381,3 +381,43 @@ async fn newest_first_pages_back_through_the_log_with_its_cursor() {
             .contains("oldest or newest")
     );
 }
+
+/// Writes are stamped by the gateway's clock, the audit record and the entity's server-set
+/// times alike: on a clock that stands still at a whole second, both say that second, and a
+/// write after the clock is moved says the moved time.
+#[tokio::test]
+async fn writes_are_stamped_by_the_gateways_clock() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let day = DateTime::<Utc>::from_timestamp(Utc::now().timestamp(), 0).expect("a time");
+    let clock = std::sync::Arc::new(toolgate::clock::ManualClock::at(day));
+    let gateway = Gateway::start_clocked(config(dir.path(), hs_settings()), clock.clone()).await;
+    gateway
+        .admin_send(
+            Method::POST,
+            "/admin/labels",
+            Some(json!({"id": "l-pii", "name": "pii"})),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    clock.advance(std::time::Duration::from_secs(90));
+    let updated = gateway
+        .admin_send(
+            Method::PATCH,
+            "/admin/labels/l-pii",
+            Some(json!({"description": "personal data"})),
+        )
+        .await
+        .expect(StatusCode::OK)
+        .json();
+    let at = |value: &Value| -> DateTime<Utc> {
+        value.as_str().expect("a time").parse().expect("RFC 3339")
+    };
+    assert_eq!(at(&updated["created_at"]), day);
+    assert_eq!(
+        at(&updated["updated_at"]),
+        day + chrono::Duration::seconds(90)
+    );
+    let records = all_records(&gateway, "?entity=labels", 10).await;
+    let times: Vec<DateTime<Utc>> = records.iter().map(|record| at(&record["at"])).collect();
+    assert_eq!(times, [day, day + chrono::Duration::seconds(90)]);
+}

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use support::gateway::{Gateway, config, hs_settings};
 use support::scrape::Scrape;
 use support::sse::SseClient;
+use toolgate::clock::ManualClock;
 use toolgate::service::limits::{Budget, RateLimits};
 
 const BURST: u32 = 3;
@@ -24,8 +25,9 @@ fn catalog() -> Value {
     })
 }
 
-/// Every class: one request per second sustained, bursts of [`BURST`].
-async fn limited_gateway() -> (Gateway, tempfile::TempDir) {
+/// Every class: one request per second sustained, bursts of [`BURST`]; on a clock the tests
+/// move, so that buckets refill without waiting.
+async fn limited_gateway() -> (Gateway, tempfile::TempDir, std::sync::Arc<ManualClock>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = config(dir.path(), hs_settings());
     let budget = Budget::new(1, BURST);
@@ -36,8 +38,9 @@ async fn limited_gateway() -> (Gateway, tempfile::TempDir) {
         decisions: budget,
         tool_calls: budget,
     };
-    let gateway = Gateway::start_with(config).await;
-    (gateway, dir)
+    let clock = std::sync::Arc::new(ManualClock::at(chrono::Utc::now()));
+    let gateway = Gateway::start_clocked(config, clock.clone()).await;
+    (gateway, dir, clock)
 }
 
 /// A 429 as the API promises it: problem JSON, `Retry-After` in whole seconds.
@@ -54,7 +57,7 @@ fn assert_limited(reply: &support::gateway::Reply, class_words: &str) {
 
 #[tokio::test]
 async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
-    let (gateway, _dir) = limited_gateway().await;
+    let (gateway, _dir, clock) = limited_gateway().await;
     // One admin write (of the burst of 3) to set the catalog up.
     gateway.put_catalog(catalog()).await;
     let alice = Gateway::reader("alice");
@@ -94,8 +97,8 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
         .await
         .problem(401);
 
-    // The bucket refills at one request per second.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // The bucket refills at one request per second, by the gateway's clock.
+    clock.advance(Duration::from_millis(1100));
     gateway
         .get("/agents/tools", &alice)
         .await
@@ -113,7 +116,7 @@ async fn agent_reads_past_the_burst_get_429_for_that_subject_only() {
 
 #[tokio::test]
 async fn stream_opens_have_their_own_budget() {
-    let (gateway, _dir) = limited_gateway().await;
+    let (gateway, _dir, _clock) = limited_gateway().await;
     gateway.put_catalog(catalog()).await;
     let carol = Gateway::reader("carol");
     let mut streams = Vec::new();
@@ -143,7 +146,7 @@ async fn stream_opens_have_their_own_budget() {
 
 #[tokio::test]
 async fn admin_writes_are_limited_and_admin_reads_are_not() {
-    let (gateway, _dir) = limited_gateway().await;
+    let (gateway, _dir, _clock) = limited_gateway().await;
     let admin = Gateway::admin();
     for n in 0..BURST {
         gateway

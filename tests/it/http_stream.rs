@@ -548,3 +548,29 @@ async fn fields_narrow_entries_with_their_own_tag_on_reads_and_streams() {
     let text = mcp.text().await.expect("body");
     assert!(text.contains("fields is not available at /mcp"), "{text}");
 }
+
+/// A stream's end is counted by the gateway's clock, the one its verifier checks `exp` with:
+/// on a clock an hour behind the system's, a token that expires a second later by that clock
+/// (long past by the system's) ends its stream a second after it opens, not at once.
+#[tokio::test]
+async fn a_stream_ends_at_exp_by_the_gateways_clock() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let behind = chrono::Utc::now() - chrono::Duration::hours(1);
+    let clock = std::sync::Arc::new(toolgate::clock::ManualClock::at(behind));
+    let gateway =
+        seeded(Gateway::start_clocked(config(dir.path(), hs_settings()), clock.clone()).await)
+            .await;
+    let exp = toolgate::clock::Clock::unix_now(clock.as_ref()) + 1;
+    let token = Gateway::token(json!({"sub": "short", "roles": ["reader"], "exp": exp}));
+    let opened = Instant::now();
+    let mut stream = SseClient::connect(&gateway, "/agents/tools/stream", &token).await;
+    assert_eq!(stream.event(WAIT).await.event, "tools");
+    let expired = stream.event(WAIT).await;
+    assert_eq!(expired.event, "token_expired");
+    assert_eq!(expired.json(), json!({"exp": exp}));
+    assert!(
+        opened.elapsed() >= Duration::from_millis(900),
+        "at exp by the gateway's clock, not at once: {:?}",
+        opened.elapsed()
+    );
+}

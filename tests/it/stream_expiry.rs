@@ -50,7 +50,7 @@ async fn an_sse_stream_sends_token_expired_at_exp_and_ends() {
             rendered: opened.rendered,
         },
         Duration::from_secs(15),
-        caller.expires_at(),
+        opened.expiry,
     );
     let events: Vec<String> = connection
         .into_stream()
@@ -95,7 +95,7 @@ async fn an_mcp_watch_tells_of_expiry_at_exp_and_ends() {
         &opened.rendered.etag,
         None,
         Duration::from_secs(15),
-        caller.expires_at(),
+        opened.expiry,
         None,
     );
     let mut last = None;

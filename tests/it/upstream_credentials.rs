@@ -83,11 +83,20 @@ fn spec(base: &str) -> Value {
 /// A gateway granting every tool to readers, with an `openapi` source `api` and (when given)
 /// an `mcp` source `docs`, each with the `auth` given.
 async fn gateway(api: (&str, Value), mcp: Option<(&McpServer, Value)>) -> Gateway {
+    gateway_on(api, mcp, std::sync::Arc::new(toolgate::clock::SystemClock)).await
+}
+
+/// [`gateway`] on `clock`.
+async fn gateway_on(
+    api: (&str, Value),
+    mcp: Option<(&McpServer, Value)>,
+    clock: std::sync::Arc<dyn toolgate::clock::Clock>,
+) -> Gateway {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = support::gateway::config(dir.path(), support::gateway::hs_settings());
     // The figures make 1,000 calls in a few seconds.
     config.rate_limits.tool_calls = None;
-    let gateway = Gateway::start_with(config).await;
+    let gateway = Gateway::start_clocked(config, clock).await;
     std::mem::forget(dir); // the gateway's data lives for the test process
     gateway
         .put_catalog(json!({
@@ -343,7 +352,14 @@ async fn tokens_are_asked_again_shortly_before_they_or_the_callers_expire() {
     let endpoint = TokenEndpoint::start().await;
     let api = Api::default();
     let base = api.start().await;
-    let gateway = gateway((&base, endpoint.auth("token_exchange")), None).await;
+    // On a clock the test moves instead of waiting for the tokens to age.
+    let clock = std::sync::Arc::new(toolgate::clock::ManualClock::at(chrono::Utc::now()));
+    let gateway = gateway_on(
+        (&base, endpoint.auth("token_exchange")),
+        None,
+        clock.clone(),
+    )
+    .await;
 
     // Issued for 2 s: used for 1.8 s (a tenth of its life before it expires), then asked again.
     endpoint.set(Behaviour {
@@ -353,7 +369,13 @@ async fn tokens_are_asked_again_shortly_before_they_or_the_callers_expire() {
     let alice = Agent::new(&gateway, &endpoint, "alice").await;
     let first = alice.bearer(&gateway, "api.whoami").await;
     assert_eq!(alice.bearer(&gateway, "api.whoami").await, first, "cached");
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    clock.advance(Duration::from_millis(1700));
+    assert_eq!(
+        alice.bearer(&gateway, "api.whoami").await,
+        first,
+        "still cached"
+    );
+    clock.advance(Duration::from_millis(400));
     let second = alice.bearer(&gateway, "api.whoami").await;
     assert_ne!(second, first, "asked again once near expiry");
     assert_eq!(endpoint.issued("token_exchange"), 2);
@@ -361,7 +383,7 @@ async fn tokens_are_asked_again_shortly_before_they_or_the_callers_expire() {
     // Issued for an hour, but the caller's token ends in 2 s: not kept past it, even for a
     // new token of the same identity.
     endpoint.set(Behaviour::default());
-    let exp = support::unix_now() + 2;
+    let exp = toolgate::clock::Clock::unix_now(clock.as_ref()) + 2;
     let short = Gateway::token(json!({"sub": "bob", "roles": ["reader"], "exp": exp}));
     endpoint.accept_subject(&short, "bob");
     let (session, _) = initialize(&gateway, &short, "2025-11-25").await;
@@ -371,7 +393,7 @@ async fn tokens_are_asked_again_shortly_before_they_or_the_callers_expire() {
         session,
     };
     let before = bob.bearer(&gateway, "api.whoami").await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    clock.advance(Duration::from_millis(2500));
     let renewed = Agent::new(&gateway, &endpoint, "bob").await;
     let after = renewed.bearer(&gateway, "api.whoami").await;
     assert_ne!(

@@ -16,7 +16,6 @@ mod revisions;
 
 use std::sync::Arc;
 
-use chrono::Utc;
 use serde_json::{Map, Value};
 
 pub use self::document::{Counts, apply_replace};
@@ -149,7 +148,7 @@ impl Commands {
         self.catalog.check(precondition).await?;
         let imported = entity.import_on_create().await?;
         let (imported, prepared) = prepare(&self.catalog, &entity, imported).await?;
-        let stamp = stamp(actor);
+        let stamp = self.stamp(actor);
         let focus = focus::<E>(entity.id());
         let (import, revision) = self
             .catalog
@@ -201,7 +200,7 @@ impl Commands {
             }
             None => (None, Prepared::default()),
         };
-        let stamp = stamp(actor);
+        let stamp = self.stamp(actor);
         let (entity, revision) = self
             .catalog
             .write_if(actor, Some(&focus::<E>(id)), precondition, |catalog| {
@@ -244,7 +243,7 @@ impl Commands {
         enabled: bool,
         reason: Option<String>,
     ) -> Result<Written<Tool>, CommandError> {
-        let stamp = stamp(actor);
+        let stamp = self.stamp(actor);
         let (tool, revision) = self
             .catalog
             .write_if(actor, None, precondition, |catalog| {
@@ -288,7 +287,7 @@ impl Commands {
         precondition: &Precondition,
         document: Catalog,
     ) -> Result<Written<Counts>, CommandError> {
-        let stamp = stamp(actor);
+        let stamp = self.stamp(actor);
         let (value, revision) = self
             .catalog
             .write_if(actor, None, precondition, |catalog| {
@@ -306,7 +305,7 @@ impl Commands {
     /// leaves the store alone (`None`), so restarting with the same seed never overwrites what
     /// admins changed.
     pub async fn seed(&self, seed: Catalog) -> Result<Option<u64>, CommandError> {
-        document::seed(&self.catalog, seed, &stamp(&toolgate())).await
+        document::seed(&self.catalog, seed, &self.stamp(&toolgate())).await
     }
 
     /// Writes a consistent copy of the whole store beside it (embedded store: the data dir's
@@ -335,8 +334,9 @@ impl Commands {
         id: &str,
         trigger: RefreshTrigger,
     ) -> Result<Written<RefreshSummary>, CommandError> {
-        let result = refresh_source(&self.catalog, actor, id, precondition, &stamp(actor)).await;
-        let at = Utc::now();
+        let result =
+            refresh_source(&self.catalog, actor, id, precondition, &self.stamp(actor)).await;
+        let at = self.catalog.clock().now();
         match &result {
             Ok(written) => {
                 self.refresh_log.record(id, at, Ok(&written.value.issues));
@@ -388,11 +388,14 @@ pub fn toolgate() -> Actor {
     }
 }
 
-/// Who writes, and now: the one place a write reads the clock for its stamps.
-fn stamp(actor: &Actor) -> Stamp {
-    Stamp {
-        at: Utc::now(),
-        by: actor.subject.clone(),
+impl Commands {
+    /// Who writes, and now: the one place a write reads the clock (the catalog's, the App's)
+    /// for its stamps.
+    fn stamp(&self, actor: &Actor) -> Stamp {
+        Stamp {
+            at: self.catalog.clock().now(),
+            by: actor.subject.clone(),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`approve` or `reject`, about the revision), notifications to exactly the identities whose
 //! manifest it changes (the catalog write's).
 
-use super::{CommandError, Commands, Written, stamp};
+use super::{CommandError, Commands, Written};
 use crate::domain::model::Catalog;
 use crate::domain::revision::Revision;
 use crate::domain::stamp::Stamp;
@@ -21,7 +21,7 @@ impl Commands {
         decision: Decision,
         reason: Option<String>,
     ) -> Result<Written<Revision>, CommandError> {
-        let stamp = stamp(actor);
+        let stamp = self.stamp(actor);
         let (value, revision) = self
             .catalog
             .write_if(actor, None, precondition, |catalog| {

@@ -1,7 +1,7 @@
 //! The pure catalog mutations behind the commands: what a write commits and what an impact
 //! preview computes.
 
-use chrono::TimeZone;
+use chrono::{TimeZone, Utc};
 use serde_json::json;
 
 use super::*;

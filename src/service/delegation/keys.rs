@@ -26,6 +26,8 @@ pub struct KeyRing {
     own: OwnIssuer,
     rotation: Duration,
     max_lifetime: Duration,
+    /// What the background rotation reads the time from: the App's clock.
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl KeyRing {
@@ -42,7 +44,14 @@ impl KeyRing {
             own,
             rotation,
             max_lifetime,
+            clock: Arc::new(crate::clock::SystemClock),
         }
+    }
+
+    /// The same ring, rotating by `clock` (the App's, which its tokens are stamped by).
+    pub fn with_clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> KeyRing {
+        self.clock = clock;
+        self
     }
 
     pub fn issuer(&self) -> &OwnIssuer {
@@ -119,7 +128,7 @@ impl KeyRing {
             loop {
                 ticks.tick().await;
                 let Some(ring) = ring.upgrade() else { return };
-                if let Err(error) = ring.refresh(crate::clock::unix_now()).await {
+                if let Err(error) = ring.refresh(ring.clock.unix_now()).await {
                     tracing::warn!(%error, "the signing keys could not be read; the last ones stay");
                 }
             }
@@ -133,7 +142,7 @@ impl KeyRing {
 #[async_trait::async_trait]
 impl OwnKeySource for KeyRing {
     async fn reload(&self) {
-        if let Err(error) = self.refresh(crate::clock::unix_now()).await {
+        if let Err(error) = self.refresh(self.clock.unix_now()).await {
             tracing::warn!(%error, "the signing keys could not be read; the last ones stay");
         }
     }

@@ -433,7 +433,7 @@ impl StreamHub {
         drop(state);
         self.notifications.record(Notified {
             revision,
-            at: chrono::Utc::now(),
+            at: self.catalog.clock().now(),
             manifests,
             streams,
         });

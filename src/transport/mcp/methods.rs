@@ -232,7 +232,8 @@ fn initialize(
     let version = Version::parse(&params.protocol_version)
         .filter(|version| !version.is_stateless())
         .unwrap_or(Version::NEWEST_WITH_SESSIONS);
-    let (id, _created) = state.mcp.sessions.create(&agent.identity(), version);
+    let now = state.app.clock().monotonic();
+    let (id, _created) = state.mcp.sessions.create(&agent.identity(), version, now);
     let result = json!({
         "protocolVersion": version.as_str(),
         "capabilities": {"tools": {"listChanged": true}},
@@ -316,7 +317,7 @@ async fn tools_call(
         Ok(options) => options,
         Err(error) => return Reply::Error(error),
     };
-    let called = match state.app.mcp_call(agent, &options, name, arguments).await {
+    let called = match state.app.mcp_call(agent, options, name, arguments).await {
         Ok(called) => called,
         Err(refused) => return denied(refused),
     };
@@ -447,7 +448,7 @@ pub(super) async fn stream(
         &rendered.etag,
         resumed_from,
         state.http.sse_ping,
-        agent.expires_at(),
+        opened.expiry,
         ended,
     );
     let opening = match opening {

@@ -253,7 +253,7 @@ fn session_context(
     let session = state
         .mcp
         .sessions
-        .touch(id, &agent.identity())
+        .touch(id, &agent.identity(), state.app.clock().monotonic())
         .ok_or_else(session_not_found)?;
     if let Some(value) = headers.get(PROTOCOL_VERSION) {
         let text = value.to_str().unwrap_or_default();

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -34,7 +34,8 @@ pub struct Session {
 struct Entry {
     subject: Arc<str>,
     version: Version,
-    last_used: Instant,
+    /// The App clock's monotonic reading when last used.
+    last_used: Duration,
     /// Dropped when the session ends, which wakes every `ended` receiver.
     _alive: watch::Sender<()>,
     ended: watch::Receiver<()>,
@@ -44,7 +45,7 @@ struct Entry {
 struct Table {
     sessions: HashMap<String, Entry>,
     per_subject: HashMap<Arc<str>, usize>,
-    last_sweep: Option<Instant>,
+    last_sweep: Option<Duration>,
 }
 
 impl Table {
@@ -90,21 +91,21 @@ impl Sessions {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new session of `subject` at `version`; its id is 128 random bits in hex.
-    pub fn create(&self, subject: &str, version: Version) -> (String, Created) {
+    /// A new session of `subject` at `version`, at `now` (the App clock's monotonic reading);
+    /// its id is 128 random bits in hex.
+    pub fn create(&self, subject: &str, version: Version, now: Duration) -> (String, Created) {
         let id = uuid::Uuid::new_v4().simple().to_string();
-        let now = Instant::now();
         let mut table = self.lock();
         if table
             .last_sweep
-            .is_none_or(|last| now.duration_since(last) >= SWEEP_EVERY)
+            .is_none_or(|last| now.saturating_sub(last) >= SWEEP_EVERY)
         {
             table.last_sweep = Some(now);
             let idle = self.limits.idle;
             let expired: Vec<String> = table
                 .sessions
                 .iter()
-                .filter(|(_, entry)| now.duration_since(entry.last_used) >= idle)
+                .filter(|(_, entry)| now.saturating_sub(entry.last_used) >= idle)
                 .map(|(id, _)| id.clone())
                 .collect();
             for id in expired {
@@ -146,16 +147,15 @@ impl Sessions {
         (id, Created { evicted })
     }
 
-    /// The session `id` of `subject`, marked used; `None` when there is no such session, it
-    /// idled out, or another subject owns it.
-    pub fn touch(&self, id: &str, subject: &str) -> Option<Session> {
-        let now = Instant::now();
+    /// The session `id` of `subject`, marked used at `now`; `None` when there is no such
+    /// session, it idled out, or another subject owns it.
+    pub fn touch(&self, id: &str, subject: &str, now: Duration) -> Option<Session> {
         let mut table = self.lock();
         let entry = table.sessions.get_mut(id)?;
         if &*entry.subject != subject {
             return None;
         }
-        if now.duration_since(entry.last_used) >= self.limits.idle {
+        if now.saturating_sub(entry.last_used) >= self.limits.idle {
             table.remove(id);
             return None;
         }
@@ -189,40 +189,45 @@ mod tests {
         Sessions::new(SessionLimits { per_subject, idle })
     }
 
+    /// The clock's reading `ms` milliseconds in.
+    fn at(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
     #[test]
     fn a_session_answers_only_to_its_subject() {
         let table = sessions(4, Duration::from_secs(60));
-        let (id, _) = table.create("alice", Version::V2025_11_25);
+        let (id, _) = table.create("alice", Version::V2025_11_25, at(0));
         assert_eq!(
-            table.touch(&id, "alice").map(|s| s.version),
+            table.touch(&id, "alice", at(1)).map(|s| s.version),
             Some(Version::V2025_11_25)
         );
-        assert!(table.touch(&id, "mallory").is_none());
+        assert!(table.touch(&id, "mallory", at(1)).is_none());
         assert!(!table.end(&id, "mallory"), "nor can another subject end it");
-        assert!(table.touch("nope", "alice").is_none());
+        assert!(table.touch("nope", "alice", at(1)).is_none());
         assert!(table.end(&id, "alice"));
-        assert!(table.touch(&id, "alice").is_none(), "ended");
+        assert!(table.touch(&id, "alice", at(1)).is_none(), "ended");
         assert_eq!(table.count(), 0);
     }
 
     #[tokio::test]
     async fn the_cap_evicts_the_least_recently_used_and_ends_its_streams() {
         let table = sessions(2, Duration::from_secs(60));
-        let (first, _) = table.create("alice", Version::V2025_06_18);
-        let mut first_ended = table.touch(&first, "alice").expect("live").ended;
-        std::thread::sleep(Duration::from_millis(2));
-        let (second, _) = table.create("alice", Version::V2025_06_18);
-        std::thread::sleep(Duration::from_millis(2));
-        table.touch(&first, "alice").expect("live"); // first is now the more recent
-        let mut second_ended = table.touch(&second, "alice").expect("live").ended;
-        std::thread::sleep(Duration::from_millis(2));
-        table.touch(&first, "alice").expect("live");
-        let (_third, created) = table.create("alice", Version::V2025_06_18);
+        let (first, _) = table.create("alice", Version::V2025_06_18, at(0));
+        let mut first_ended = table.touch(&first, "alice", at(0)).expect("live").ended;
+        let (second, _) = table.create("alice", Version::V2025_06_18, at(2));
+        table.touch(&first, "alice", at(4)).expect("live"); // first is now the more recent
+        let mut second_ended = table.touch(&second, "alice", at(4)).expect("live").ended;
+        table.touch(&first, "alice", at(6)).expect("live");
+        let (_third, created) = table.create("alice", Version::V2025_06_18, at(6));
         assert_eq!(created.evicted, 1);
-        assert!(table.touch(&second, "alice").is_none(), "the LRU went");
+        assert!(
+            table.touch(&second, "alice", at(6)).is_none(),
+            "the LRU went"
+        );
         assert!(second_ended.changed().await.is_err(), "its streams end");
-        assert!(table.touch(&first, "alice").is_some());
-        let (_other, created) = table.create("bob", Version::V2025_06_18);
+        assert!(table.touch(&first, "alice", at(6)).is_some());
+        let (_other, created) = table.create("bob", Version::V2025_06_18, at(6));
         assert_eq!(created.evicted, 0, "the cap is per subject");
         assert_eq!(table.count(), 3);
         assert!(
@@ -236,9 +241,16 @@ mod tests {
     #[test]
     fn an_idle_session_is_gone() {
         let table = sessions(2, Duration::from_millis(5));
-        let (id, _) = table.create("alice", Version::V2025_06_18);
-        std::thread::sleep(Duration::from_millis(10));
-        assert!(table.touch(&id, "alice").is_none());
+        let (id, _) = table.create("alice", Version::V2025_06_18, at(0));
+        assert!(
+            table.touch(&id, "alice", at(4)).is_some(),
+            "used within the idle time"
+        );
+        assert!(
+            table.touch(&id, "alice", at(8)).is_some(),
+            "idle time counts from last use"
+        );
+        assert!(table.touch(&id, "alice", at(14)).is_none());
         assert_eq!(table.count(), 0);
     }
 }

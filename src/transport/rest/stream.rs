@@ -51,7 +51,7 @@ async fn stream_tools(
             rendered: opened.rendered,
         },
         state.http.sse_ping,
-        agent.expires_at(),
+        opened.expiry,
     );
     Ok(event_stream(Body::from_stream(connection.into_stream())))
 }

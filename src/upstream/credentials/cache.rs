@@ -15,7 +15,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, TimeDelta, Utc};
+
 use super::endpoint::TokenFailure;
+use crate::clock::{Clock, SystemClock};
 
 /// Bytes of tokens kept at most (a token of 1–2 KiB: a few thousand callers).
 pub(super) const MAX_BYTES: usize = 8 << 20;
@@ -30,13 +33,15 @@ pub(super) type Key = [u8; 32];
 #[derive(Clone)]
 pub(super) struct Token {
     pub bearer: Arc<str>,
-    pub until: Instant,
+    /// By the cache's clock (the App's: the one callers' tokens expire by).
+    pub until: DateTime<Utc>,
 }
 
 #[derive(Default)]
 struct Held {
     token: Option<Token>,
-    /// The last failure and when it came: shared with whoever waited for that request.
+    /// The last failure and when it came: shared with whoever waited for that request (an
+    /// order of events, so the monotonic clock, not the App's, which tests hold still).
     failed: Option<(Instant, TokenFailure)>,
 }
 
@@ -48,7 +53,7 @@ struct Entry {
     slot: Arc<Slot>,
     bytes: usize,
     used: u64,
-    until: Option<Instant>,
+    until: Option<DateTime<Utc>>,
 }
 
 #[derive(Default)]
@@ -59,9 +64,16 @@ struct State {
 }
 
 /// See the module documentation.
-#[derive(Default)]
 pub(super) struct TokenCache {
     state: Mutex<State>,
+    /// What tokens expire by.
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for TokenCache {
+    fn default() -> TokenCache {
+        TokenCache::new(Arc::new(SystemClock))
+    }
 }
 
 /// Whether a token came from the cache or was just issued.
@@ -72,6 +84,14 @@ pub(super) enum Got {
 }
 
 impl TokenCache {
+    /// An empty cache whose tokens expire by `clock`.
+    pub(super) fn new(clock: Arc<dyn Clock>) -> TokenCache {
+        TokenCache {
+            state: Mutex::default(),
+            clock,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Bookkeeping only under this lock; a panic elsewhere leaves it consistent.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -90,7 +110,7 @@ impl TokenCache {
         let asked = Instant::now();
         let slot = self.slot(key);
         let mut held = slot.held.lock().await;
-        let now = Instant::now();
+        let now = self.clock.now();
         if let Some(token) = &held.token
             && now < token.until
         {
@@ -103,8 +123,11 @@ impl TokenCache {
         }
         match issue().await {
             Ok((bearer, usable_for)) => {
-                let issued = Instant::now();
-                let until = issued.checked_add(usable_for).unwrap_or(issued);
+                let issued = self.clock.now();
+                let until = TimeDelta::from_std(usable_for)
+                    .ok()
+                    .and_then(|usable| issued.checked_add_signed(usable))
+                    .unwrap_or(issued);
                 held.token = Some(Token {
                     bearer: Arc::clone(&bearer),
                     until,
@@ -126,7 +149,7 @@ impl TokenCache {
     fn slot(&self, key: Key) -> Arc<Slot> {
         let mut state = self.lock();
         if state.entries.len() >= MAX_ENTRIES {
-            make_room(&mut state, Instant::now());
+            make_room(&mut state, self.clock.now());
         }
         state.clock += 1;
         let clock = state.clock;
@@ -143,7 +166,7 @@ impl TokenCache {
     }
 
     /// Records that `key` now holds a token of `bytes` until `until`, and makes room.
-    fn account(&self, key: Key, bytes: usize, until: Instant) {
+    fn account(&self, key: Key, bytes: usize, until: DateTime<Utc>) {
         let mut state = self.lock();
         let Some(entry) = state.entries.get_mut(&key) else {
             return;
@@ -151,7 +174,7 @@ impl TokenCache {
         let before = std::mem::replace(&mut entry.bytes, bytes);
         entry.until = Some(until);
         state.bytes = state.bytes - before + bytes;
-        make_room(&mut state, Instant::now());
+        make_room(&mut state, self.clock.now());
     }
 
     /// Bytes of tokens held (for tests and the bound).
@@ -163,7 +186,7 @@ impl TokenCache {
 
 /// Drops entries until the tokens fit [`MAX_BYTES`]: the expired first, then the least
 /// recently used. Also drops slots that never got a token once they are many.
-fn make_room(state: &mut State, now: Instant) {
+fn make_room(state: &mut State, now: DateTime<Utc>) {
     if state.bytes <= MAX_BYTES && state.entries.len() < MAX_ENTRIES {
         return;
     }

@@ -57,14 +57,27 @@ impl std::fmt::Debug for OnBehalf<'_> {
 pub(super) struct Credentials {
     cache: TokenCache,
     metrics: Option<TokenMetrics>,
+    /// Callers' token expiries are read against it (the App's clock); the cache's too.
+    clock: Option<Arc<dyn crate::clock::Clock>>,
 }
 
 impl Credentials {
-    pub(super) fn with_metrics(metrics: TokenMetrics) -> Credentials {
+    /// Credentials counted by `metrics`, whose tokens expire by `clock`.
+    pub(super) fn new(
+        metrics: Option<TokenMetrics>,
+        clock: Arc<dyn crate::clock::Clock>,
+    ) -> Credentials {
         Credentials {
-            cache: TokenCache::default(),
-            metrics: Some(metrics),
+            cache: TokenCache::new(Arc::clone(&clock)),
+            metrics,
+            clock: Some(clock),
         }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock
+            .as_ref()
+            .map_or_else(unix_now, |clock| clock.unix_now())
     }
 
     /// The `Authorization` value a call of `source` sends, if its `auth` asks for a token
@@ -146,7 +159,7 @@ impl Credentials {
             ),
         }
         let issued = answer?;
-        let usable = usable_for(issued.lifetime, caller_expires_at, unix_now());
+        let usable = usable_for(issued.lifetime, caller_expires_at, self.now());
         Ok((Arc::from(format!("Bearer {}", issued.access_token)), usable))
     }
 }
