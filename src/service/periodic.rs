@@ -9,8 +9,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::commands::toolgate;
 use super::{CatalogService, Commands, Precondition, RefreshTrigger};
 use crate::domain::source_config::refresh_interval_secs;
@@ -23,19 +21,21 @@ const TICK: Duration = Duration::from_secs(1);
 /// `GET /admin/sources/{id}`).
 pub async fn run(catalog: Arc<CatalogService>, commands: Arc<Commands>) {
     let actor = toolgate();
-    let mut last: HashMap<String, Instant> = HashMap::new();
+    // The clock's monotonic reading at each source's last refresh (the App's clock: a test
+    // that moves it makes refreshes due).
+    let mut last: HashMap<String, Duration> = HashMap::new();
     let mut tick = tokio::time::interval(TICK);
     loop {
         tick.tick().await;
         let snapshot = catalog.snapshot();
-        let now = Instant::now();
+        let now = catalog.clock().monotonic();
         let mut due = Vec::new();
         for source in &snapshot.catalog().sources {
             let Some(secs) = refresh_interval_secs(source).filter(|_| source.enabled) else {
                 continue;
             };
             let previous = last.entry(source.id.clone()).or_insert(now);
-            if now.duration_since(*previous) >= Duration::from_secs(secs) {
+            if now.saturating_sub(*previous) >= Duration::from_secs(secs) {
                 *previous = now;
                 due.push(source.id.clone());
             }
