@@ -30,18 +30,7 @@ WORK=$(mktemp -d)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
-bench_tool catalog_json
-"$TOOL" large > "$WORK/catalog.json"
-"$TOOL" large --agent-claims 20 > "$WORK/claims.json"
-
-export TOOLGATE_JWT_SECRET=front-door-benchmark-secret-32-bytes
-export TOOLGATE_LOG_LEVEL=warn
-# One subject sends thousands of requests per second here: the limiters stay on (their lookup is
-# part of what is measured) with budgets this load never spends.
-export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
-export TOOLGATE_RATE_LIMIT_AGENT_READS_BURST=1000000000
-# The whole manifest in one page, as GET /agents/tools gives it.
-export TOOLGATE_MCP_PAGE_SIZE=100000
+front_door_setup "$WORK" "$AFTER"
 
 declare -A BASES
 for side in before after; do
@@ -54,28 +43,6 @@ for side in before after; do
   BASES[$side]=$BASE
 done
 
-CLAIMS=$(python3 -c 'import json, sys
-claims = json.load(open(sys.argv[1]))
-for key in ("exp", "iat", "nbf"):
-    claims.pop(key, None)
-print(json.dumps(claims))' "$WORK/claims.json")
-TOKEN=$("$AFTER" token --claims "$CLAIMS" --ttl-secs 3600)
-AUTH="Authorization: Bearer $TOKEN"
-
-python3 - "$WORK" <<'PY'
-import json, sys
-work = sys.argv[1]
-meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
-body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
-with open(f"{work}/list.lua", "w") as lua:
-    lua.write('wrk.method = "POST"\n')
-    lua.write('wrk.headers["Content-Type"] = "application/json"\n')
-    lua.write('wrk.headers["Accept"] = "application/json, text/event-stream"\n')
-    lua.write('wrk.headers["MCP-Protocol-Version"] = "2026-07-28"\n')
-    lua.write('wrk.headers["Mcp-Method"] = "tools/list"\n')
-    lua.write(f'wrk.body = {json.dumps(json.dumps(body))}\n')
-PY
 # Both answer the same bytes before anything is measured.
 for side in before after; do
   curl -sf -H "$AUTH" "${BASES[$side]}/agents/tools" > "$WORK/$side.manifest.json"

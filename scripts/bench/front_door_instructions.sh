@@ -30,35 +30,7 @@ WORK=$(mktemp -d)
 PID=""
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 
-bench_tool catalog_json
-"$TOOL" large > "$WORK/catalog.json"
-"$TOOL" large --agent-claims 20 > "$WORK/claims.json"
-export TOOLGATE_JWT_SECRET=front-door-benchmark-secret-32-bytes
-export TOOLGATE_LOG_LEVEL=warn
-export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
-export TOOLGATE_RATE_LIMIT_AGENT_READS_BURST=1000000000
-export TOOLGATE_MCP_PAGE_SIZE=100000
-CLAIMS=$(python3 -c 'import json, sys
-claims = json.load(open(sys.argv[1]))
-for key in ("exp", "iat", "nbf"):
-    claims.pop(key, None)
-print(json.dumps(claims))' "$WORK/claims.json")
-TOKEN=$("$AFTER" token --claims "$CLAIMS" --ttl-secs 3600)
-AUTH="Authorization: Bearer $TOKEN"
-python3 - "$WORK" <<'PY'
-import json, sys
-work = sys.argv[1]
-meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
-body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
-with open(f"{work}/list.lua", "w") as lua:
-    lua.write('wrk.method = "POST"\n')
-    lua.write('wrk.headers["Content-Type"] = "application/json"\n')
-    lua.write('wrk.headers["Accept"] = "application/json, text/event-stream"\n')
-    lua.write('wrk.headers["MCP-Protocol-Version"] = "2026-07-28"\n')
-    lua.write('wrk.headers["Mcp-Method"] = "tools/list"\n')
-    lua.write(f'wrk.body = {json.dumps(json.dumps(body))}\n')
-PY
+front_door_setup "$WORK" "$AFTER"
 
 # count SIDE BIN ROUTE PATH [SCRIPT]: prints "SIDE ROUTE instructions-per-request requests".
 count() {

@@ -103,3 +103,42 @@ for pair in pairs:
     print(f"{label} ÷ {baseline_label}: req/s {rps / base:.2f}, p99 {p99 / base_p99:.2f}")
 PY
 }
+
+# front_door_setup WORK BIN writes the benches' large catalog (WORK/catalog.json) and a wrk
+# script of a stateless MCP tools/list (WORK/list.lua, 2026-07-28, one page), sets TOKEN and
+# AUTH to the reference agent's token (minted by BIN), and exports what the front-door benches
+# serve under: the manifest in one page, budgets this load never spends (the limiters stay on:
+# their lookup is part of what is measured).
+front_door_setup() {
+  local work=$1 bin=$2
+  bench_tool catalog_json
+  "$TOOL" large > "$work/catalog.json"
+  "$TOOL" large --agent-claims 20 > "$work/claims.json"
+  export TOOLGATE_JWT_SECRET=front-door-benchmark-secret-32-bytes
+  export TOOLGATE_LOG_LEVEL=warn
+  export TOOLGATE_RATE_LIMIT_AGENT_READS_PER_SEC=1000000000
+  export TOOLGATE_RATE_LIMIT_AGENT_READS_BURST=1000000000
+  export TOOLGATE_MCP_PAGE_SIZE=100000
+  local claims
+  claims=$(python3 -c 'import json, sys
+claims = json.load(open(sys.argv[1]))
+for key in ("exp", "iat", "nbf"):
+    claims.pop(key, None)
+print(json.dumps(claims))' "$work/claims.json")
+  TOKEN=$("$bin" token --claims "$claims" --ttl-secs 3600)
+  AUTH="Authorization: Bearer $TOKEN"
+  python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+with open(f"{work}/list.lua", "w") as lua:
+    lua.write('wrk.method = "POST"\n')
+    lua.write('wrk.headers["Content-Type"] = "application/json"\n')
+    lua.write('wrk.headers["Accept"] = "application/json, text/event-stream"\n')
+    lua.write('wrk.headers["MCP-Protocol-Version"] = "2026-07-28"\n')
+    lua.write('wrk.headers["Mcp-Method"] = "tools/list"\n')
+    lua.write(f'wrk.body = {json.dumps(json.dumps(body))}\n')
+PY
+}

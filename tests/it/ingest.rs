@@ -824,7 +824,12 @@ async fn mcp_json_responses_and_static_headers() {
 #[tokio::test]
 async fn sources_with_an_interval_are_refreshed_periodically() {
     let server = McpServer::start(&["search_docs"], &[]);
-    let gateway = Gateway::start().await;
+    // On a clock the test moves: the refresh is due when the gateway's clock says so, not after
+    // ten seconds of waiting.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = std::sync::Arc::new(toolgate::clock::ManualClock::at(chrono::Utc::now()));
+    let settings = support::gateway::config(dir.path(), support::gateway::hs_settings());
+    let gateway = Gateway::start_clocked(settings, clock.clone()).await;
     let reply = create_source(
         &gateway,
         json!({"id": "p", "name": "p", "type": "mcp",
@@ -838,7 +843,13 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
         String::from_utf8_lossy(&reply.body)
     );
     server.offer(&["search_docs", "translate"]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // The refresh task sees the source at its next tick (every second), then the interval
+    // passes by the clock.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(imported_tools(&gateway, "p").await.len(), 1, "not due yet");
+    clock.advance(std::time::Duration::from_secs(10));
+    // Well before ten real seconds: only the moved clock can have made it due.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         let ids: Vec<Value> = imported_tools(&gateway, "p")
             .await
@@ -852,7 +863,7 @@ async fn sources_with_an_interval_are_refreshed_periodically() {
             std::time::Instant::now() < deadline,
             "no periodic refresh: {ids:?}"
         );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let audit = gateway
         .get("/admin/audit?entity=sources&id=p", &Gateway::admin())

@@ -455,10 +455,9 @@ pub(super) async fn refresh(
     Write { signed, .. }: Write<Nothing>,
 ) -> Response {
     let actor = actor(&signed.desk, &headers);
-    let commands = match signed.desk.write() {
+    let commands = match signed.write() {
         Ok(commands) => commands,
-        // A spent write budget is the 429 the same API write gets.
-        Err(limited) => return ApiError::from(limited).into_response(),
+        Err(limited) => return limited.into_response(),
     };
     let refreshed = commands
         .refresh(&actor, &Precondition::Any, &id, RefreshTrigger::Admin)

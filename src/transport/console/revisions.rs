@@ -330,10 +330,9 @@ pub(super) async fn decide(
         .filter(|reason| !reason.is_empty());
     let actor = actor(&signed.desk, &headers);
     let precondition = Precondition::OneOf(vec![form.revision]);
-    let commands = match signed.desk.write() {
+    let commands = match signed.write() {
         Ok(commands) => commands,
-        // A spent write budget is the 429 the same API write gets.
-        Err(limited) => return ApiError::from(limited).into_response(),
+        Err(limited) => return limited.into_response(),
     };
     let written = commands
         .decide_revision(&actor, &precondition, &id, decision, reason)

@@ -174,6 +174,14 @@ pub struct Signed {
     pub session: Session,
 }
 
+impl Signed {
+    /// The commands for one console write, charged to the admin's write budget as the same
+    /// API write is; a spent budget is the 429 that write gets.
+    pub fn write(&self) -> Result<&crate::service::Commands, crate::transport::errors::ApiError> {
+        Ok(self.desk.write()?)
+    }
+}
+
 /// Why a session does not admit its request, shown on the sign-in page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {

@@ -350,10 +350,9 @@ async fn toggle(
         .map(|reason| reason.trim().to_owned())
         .filter(|r| !r.is_empty());
     let precondition = Precondition::OneOf(vec![form.revision]);
-    let commands = match signed.desk.write() {
+    let commands = match signed.write() {
         Ok(commands) => commands,
-        // A spent write budget is the 429 the same API write gets.
-        Err(limited) => return ApiError::from(limited).into_response(),
+        Err(limited) => return limited.into_response(),
     };
     let written = commands
         .toggle(&actor, &precondition, &id, enable, reason)

@@ -92,6 +92,11 @@ impl TokenCache {
         }
     }
 
+    /// What the cache's tokens expire by; callers' token expiries are read against it too.
+    pub(super) fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Bookkeeping only under this lock; a panic elsewhere leaves it consistent.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)

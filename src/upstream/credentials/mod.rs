@@ -16,7 +16,6 @@ use std::time::Duration;
 use self::cache::{Got, TokenCache};
 use self::endpoint::{Grant, TokenFailure};
 use super::{CallLimits, CallOutcome, CallResult};
-use crate::clock::unix_now;
 use crate::domain::model::Source;
 use crate::domain::source_config::{CallSettings, TokenClient, UpstreamAuth};
 use crate::telemetry::upstream_tokens::{TokenMetrics, TokenOutcome};
@@ -57,8 +56,6 @@ impl std::fmt::Debug for OnBehalf<'_> {
 pub(super) struct Credentials {
     cache: TokenCache,
     metrics: Option<TokenMetrics>,
-    /// Callers' token expiries are read against it (the App's clock); the cache's too.
-    clock: Option<Arc<dyn crate::clock::Clock>>,
 }
 
 impl Credentials {
@@ -68,16 +65,9 @@ impl Credentials {
         clock: Arc<dyn crate::clock::Clock>,
     ) -> Credentials {
         Credentials {
-            cache: TokenCache::new(Arc::clone(&clock)),
+            cache: TokenCache::new(clock),
             metrics,
-            clock: Some(clock),
         }
-    }
-
-    fn now(&self) -> i64 {
-        self.clock
-            .as_ref()
-            .map_or_else(unix_now, |clock| clock.unix_now())
     }
 
     /// The `Authorization` value a call of `source` sends, if its `auth` asks for a token
@@ -159,7 +149,11 @@ impl Credentials {
             ),
         }
         let issued = answer?;
-        let usable = usable_for(issued.lifetime, caller_expires_at, self.now());
+        let usable = usable_for(
+            issued.lifetime,
+            caller_expires_at,
+            self.cache.clock().unix_now(),
+        );
         Ok((Arc::from(format!("Bearer {}", issued.access_token)), usable))
     }
 }
