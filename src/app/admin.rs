@@ -43,6 +43,14 @@ impl AdminDesk {
         &self.caller
     }
 
+    /// `GET /admin/runs`: runs matching `filter`, at most 500, by id.
+    pub async fn runs(
+        &self,
+        filter: &crate::service::runs::RunFilter,
+    ) -> Result<Vec<serde_json::Value>, super::RunDenied> {
+        self.app.list_runs(filter).await
+    }
+
     /// Who the audit log names for a request of this admin: its `sub`, and the request's id.
     pub fn actor(&self, request_id: Option<&str>) -> Actor {
         Actor {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::App;
+use super::runs::RunSurface;
 use crate::cache::{Coding, RenderedManifest};
 use crate::domain::explain::Explanation;
 use crate::domain::manifest::{Manifest, ManifestOptions};
@@ -87,6 +88,8 @@ impl App {
     ) -> Result<Served, Denied> {
         self.limits.charge(RouteClass::AgentReads, caller)?;
         read.authorize(caller)?;
+        let mut read = read;
+        read.options = App::run_options(caller, read.options, RunSurface::CurrentState);
         let snapshot = self.catalog.snapshot();
         if read.explain {
             let explained = snapshot.explain(caller.claims(), &read.options);
@@ -117,26 +120,36 @@ impl App {
 
     /// A live stream of `caller`'s manifest for `read` (SSE or MCP notifications): the
     /// `streams` budget, the read rules and the per-subject stream cap, then the subscription.
+    /// In a run, its tools as `surface` shows them (a transition moves the stream then).
     pub async fn open_stream(
         &self,
         caller: &Caller,
         read: &ReadRequest,
         class: StreamClass,
+        surface: RunSurface,
     ) -> Result<Opened, OpenError> {
         let now = self.clock.unix_now();
+        if caller.run().is_some() {
+            let mut read = read.clone();
+            read.options = App::run_options(caller, read.options, surface);
+            return crate::stream::open(&self.hub, &self.limits, (caller, now), &read, class).await;
+        }
         crate::stream::open(&self.hub, &self.limits, (caller, now), read, class).await
     }
 
-    /// One page of MCP `tools/list` for `caller` (an agent read).
+    /// One page of MCP `tools/list` for `caller` (an agent read); in a run, its tools as
+    /// `surface` shows them.
     pub fn mcp_list(
         &self,
         caller: &Caller,
         options: ManifestOptions,
         cursor: Option<&str>,
+        surface: RunSurface,
     ) -> Result<Result<ToolsPage, BadCursor>, Denied> {
         self.limits.charge(RouteClass::AgentReads, caller)?;
-        let read = ReadRequest::of(options);
+        let mut read = ReadRequest::of(options);
         read.authorize(caller)?;
+        read.options = App::run_options(caller, read.options, surface);
         let snapshot = self.catalog.snapshot();
         Ok(self
             .mcp_tools
@@ -155,6 +168,10 @@ impl App {
         self.limits.charge(RouteClass::ToolCalls, caller)?;
         let read = ReadRequest::of(options);
         read.authorize(caller)?;
+        if caller.run().is_some() {
+            let options = App::run_options(caller, read.options, RunSurface::EveryState);
+            return Ok(self.run_call(caller, options, name, arguments).await);
+        }
         let snapshot = self.catalog.snapshot();
         Ok(self
             .mcp_tools
@@ -170,6 +187,15 @@ impl App {
         request: &ExchangeRequest,
     ) -> Result<Result<Issued, ExchangeError>, Limited> {
         self.limits.charge(RouteClass::AgentReads, subject)?;
+        // A delegated token acts in no run: exchanging a run token would leave the run's
+        // pinned set, state and budget behind. A sub-agent of a run is a child run.
+        if let Some(run) = subject.run() {
+            return Ok(Err(ExchangeError::InvalidRequest(format!(
+                "the subject token acts in run {}; a run token is not exchanged: start a \
+                 child run with POST /runs and this token instead",
+                run.id
+            ))));
+        }
         let snapshot = self.catalog.snapshot();
         Ok(self.delegations.exchange(&snapshot, subject, request))
     }

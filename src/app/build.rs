@@ -94,6 +94,7 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
     catalog.carry_into(Arc::clone(&mcp_tools) as Arc<dyn crate::service::catalog::CarryOver>);
     let limits = Limiters::with_clock(settings.rate_limits, Arc::clone(&clock))
         .observed(Arc::clone(&metrics));
+    let (runs, executor_rule) = runs(settings, redis.as_ref(), &clock, &metrics).await?;
     Ok(App {
         catalog,
         commands,
@@ -110,9 +111,47 @@ pub(super) async fn app(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::R
         metrics,
         issuer: settings.jwt_issuer.clone(),
         delegations,
+        runs,
+        executor_rule,
         clock,
         following,
     })
+}
+
+/// Runs (docs/runs.md): on Redis when it is configured (shared by every instance on it);
+/// otherwise kept in memory and written behind to `runs.redb` in the data dir when the catalog
+/// is embedded (so that they survive a restart), in memory only on MongoDB without Redis. The
+/// executor rule beside them, when one is configured.
+async fn runs(
+    settings: &Settings,
+    redis: Option<&Arc<RedisLink>>,
+    clock: &Arc<dyn Clock>,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<(Arc<crate::service::runs::Runs>, Option<AdminRule>)> {
+    use crate::service::runs::RunStore;
+    use crate::service::runs::memory::MemoryRuns;
+    use crate::service::runs::redis::RedisRuns;
+    let store: Arc<dyn RunStore> = match (redis, StoreConfig::from_settings(settings)) {
+        (Some(link), _) => RedisRuns::start(Arc::clone(link), settings.runs.keep_ended),
+        (None, StoreConfig::Embedded { data_dir, .. }) => {
+            let path = data_dir.join("runs.redb");
+            let store = tokio::task::spawn_blocking(move || MemoryRuns::open(&path))
+                .await
+                .context("opening the run store")??;
+            let store = Arc::new(store);
+            MemoryRuns::spawn_flushing(Arc::downgrade(&store));
+            store
+        }
+        (None, StoreConfig::Mongo { .. }) => Arc::new(MemoryRuns::in_memory()),
+    };
+    let executor_rule = settings
+        .executor_rule
+        .as_ref()
+        .map(|rule| AdminRule::new(rule))
+        .transpose()?;
+    let runs = crate::service::runs::Runs::new(store, settings.runs, Arc::clone(clock))
+        .observed(Arc::clone(metrics));
+    Ok((Arc::new(runs), executor_rule))
 }
 
 /// Delegated tokens: toolgate's signing keys, read (or made) now and kept in step with the

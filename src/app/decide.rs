@@ -8,7 +8,7 @@ use super::App;
 use crate::domain::claims::Claims;
 use crate::service::Caller;
 use crate::service::Refusal;
-use crate::service::decisions::{Answer, Found, Plan, Question, Search, Semantic};
+use crate::service::decisions::{Answer, Found, Plan, Question, Scope, Search, Semantic};
 use crate::service::limits::{Limited, RouteClass};
 use crate::service::read::{self, Subject};
 
@@ -41,6 +41,21 @@ impl<'a> DecisionDesk<'a> {
         semantic: Semantic,
     ) -> Result<(Vec<Answer>, u64), Limited> {
         let snapshot = self.app.catalog.snapshot();
+        // A run token's decisions are its run's: within its pinned set, in its state.
+        let scopes: Vec<Scope>;
+        let in_run: Vec<Question<'_>>;
+        let questions = match self.caller.run() {
+            None => questions,
+            Some(run) => {
+                scopes = questions.iter().map(|q| q.scope.in_run(run)).collect();
+                in_run = questions
+                    .iter()
+                    .zip(&scopes)
+                    .map(|(question, scope)| Question { scope, ..*question })
+                    .collect();
+                &in_run
+            }
+        };
         let plan = Plan::new(&snapshot, questions);
         self.app.limits.charge_more(
             RouteClass::Decisions,
@@ -57,6 +72,19 @@ impl<'a> DecisionDesk<'a> {
     /// The tools `search` finds at the current snapshot, and its revision.
     pub fn search(&self, search: &Search<'_>) -> (Found, u64) {
         let snapshot = self.app.catalog.snapshot();
+        let scope;
+        let in_run;
+        let search = match self.caller.run() {
+            None => search,
+            Some(run) => {
+                scope = search.scope.in_run(run);
+                in_run = Search {
+                    scope: &scope,
+                    ..*search
+                };
+                &in_run
+            }
+        };
         let found = self.app.decisions.search(&snapshot, search);
         (found, snapshot.revision())
     }

@@ -13,6 +13,7 @@ mod admin;
 mod agent;
 mod build;
 mod decide;
+mod runs;
 mod store;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ pub use crate::cache::Coding;
 pub use admin::{AdminDesk, BackupError, ImpactDenied};
 pub use agent::{Denied, Served, with_explanation};
 pub use decide::DecisionDesk;
+pub use runs::{RunDenied, RunSurface};
 pub use store::StoreConfig;
 
 /// Everything a request may use besides its transport's own settings. The fields are private:
@@ -67,6 +69,10 @@ pub struct App {
     issuer: Option<String>,
     /// Delegated tokens (`POST /oauth/token`) and toolgate's signing keys.
     delegations: Arc<crate::service::delegation::Delegations>,
+    /// Runs (docs/runs.md): their store and rules.
+    runs: Arc<crate::service::runs::Runs>,
+    /// Who may report executed calls in a run besides admins (`TOOLGATE_EXECUTOR_RULE`).
+    executor_rule: Option<AdminRule>,
     /// The time every request reads (expiries, sessions, stamps): the system's in production.
     clock: Arc<dyn Clock>,
     /// Whether other instances write to the store (so there is something to follow), and how
@@ -147,10 +153,31 @@ impl App {
     /// header, a token exchange's subject token, a console session or sign-in, single
     /// sign-on), so that no transport verifies without the admin rule or judges claims that
     /// were not verified. Each transport words the refusal in its own protocol.
+    ///
+    /// A run token acts in its run only while the run is live, on every instance (the run
+    /// store is asked): an ended, expired or forgotten run's token is refused (`run ended`).
     pub async fn caller(&self, bearer: &str) -> Result<Caller, AuthError> {
         let token = self.verifier.verify(bearer).await?;
+        let run = match crate::domain::run::RunClaim::of(&token.claims) {
+            None => None,
+            Some(Err(())) => return Err(AuthError::Malformed),
+            Some(Ok(claim)) => Some(
+                self.runs
+                    .live(&claim.id)
+                    .await
+                    .map_err(|error| {
+                        tracing::warn!(%error, "a run token's run could not be read");
+                        AuthError::RunUnavailable
+                    })?
+                    .ok_or(AuthError::RunEnded)?,
+            ),
+        };
         let is_admin = self.admin_rule.is_admin(&token.claims);
-        Ok(Caller::new(token, is_admin))
+        let caller = Caller::new(token, is_admin);
+        Ok(match run {
+            Some(run) => caller.in_run(run),
+            None => caller,
+        })
     }
 
     /// The catalog revision in force now.
@@ -217,6 +244,11 @@ impl App {
                 Arc::clone(&self.commands),
             )),
             Limiters::spawn_forgetting(Arc::downgrade(&self.limits)),
+            crate::service::runs::Runs::spawn_purging(
+                Arc::downgrade(&self.runs),
+                std::time::Duration::from_secs(10),
+            ),
+            runs::spawn_following(&self.runs, &self.hub),
         ];
         if self.following.follows {
             tasks.push(crate::service::follow(

@@ -74,10 +74,12 @@ impl AdminRule {
         &self.paths
     }
 
-    /// Whether `claims` pass the rule. Delegated claims never do: delegation only narrows,
-    /// and the admin routes are not tools a scope could keep.
+    /// Whether `claims` pass the rule. Delegated claims and claims acting in a run never do:
+    /// delegation and runs only narrow, and the admin routes are not tools a scope could keep.
     pub fn is_admin(&self, claims: &Claims) -> bool {
-        if claims.contains_key(crate::domain::claims::DELEGATION_CLAIM) {
+        if claims.contains_key(crate::domain::claims::DELEGATION_CLAIM)
+            || claims.contains_key(crate::domain::run::RUN_CLAIM)
+        {
             return false;
         }
         self.matchers

@@ -45,6 +45,14 @@ pub enum AuthError {
     /// signed with one of toolgate's keys.
     #[error("{}", self.description())]
     Forged,
+    /// A run token whose run has ended, expired or is not known (docs/runs.md): reason
+    /// `run_ended`.
+    #[error("{}", self.description())]
+    RunEnded,
+    /// A run token whose run could not be read (the run store did not answer): nothing is
+    /// known of the run, so nothing is served.
+    #[error("{}", self.description())]
+    RunUnavailable,
 }
 
 impl AuthError {
@@ -63,6 +71,8 @@ impl AuthError {
             Self::WrongIssuer => "the token issuer is not accepted",
             Self::WrongAudience => "the token audience is not accepted",
             Self::Forged => "the token claims to be toolgate's own but is not signed by its keys",
+            Self::RunEnded => "run ended: the run of this token has ended or expired (run_ended)",
+            Self::RunUnavailable => "the run of this token cannot be read now; try again",
         }
     }
 }

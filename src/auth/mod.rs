@@ -30,7 +30,7 @@ pub use admin::AdminRule;
 pub use bearer::bearer_token;
 pub use error::{AuthError, AuthSetupError, JwksError, MintError};
 pub use mint::mint_hs256;
-pub use own::{OwnIssuer, OwnKey, OwnKeyError, OwnKeySource};
+pub use own::{OwnIssuer, OwnKey, OwnKeyError, OwnKeySource, delegated_claims};
 pub use settings::AuthSettings;
 pub use verified::{TokenText, VerifiedToken};
 pub use verify::Verifier;

@@ -265,13 +265,59 @@ impl OwnIssuer {
     }
 }
 
+/// The claims one of toolgate's own tokens is evaluated as: a run token's
+/// ([`run_claims`]) or a delegated token's ([`delegated_claims`]), with the gateway's computed
+/// claim (`toolgate`: `{"depth"}`, the `act` levels toolgate minted) set last.
+pub(super) fn own_claims(payload: &Map<String, Value>) -> Result<Map<String, Value>, AuthError> {
+    use crate::domain::run::{GATEWAY_CLAIM, RUN_CLAIM, gateway_claim};
+    let mut claims = if payload.contains_key(RUN_CLAIM) {
+        run_claims(payload)?
+    } else {
+        delegated_claims(payload)?
+    };
+    let depth = match crate::domain::delegation::Chain::of(&claims) {
+        Some(Ok(chain)) => chain.scopes.len(),
+        Some(Err(())) => return Err(AuthError::Malformed),
+        None => 0,
+    };
+    if let Some(Ok(run)) = crate::domain::run::RunClaim::of(&claims)
+        && run.depth != depth
+    {
+        return Err(AuthError::Malformed);
+    }
+    claims.insert(GATEWAY_CLAIM.to_owned(), gateway_claim(depth));
+    Ok(claims)
+}
+
+/// The claims a run token is evaluated as (docs/runs.md): the claims it was made from, as
+/// toolgate signed them in `toolgate_run.claims`, and the run (`toolgate_run`: `{"id", "root",
+/// "depth"}`). `Malformed` when the payload is not what toolgate signs.
+fn run_claims(payload: &Map<String, Value>) -> Result<Map<String, Value>, AuthError> {
+    use crate::domain::run::{GATEWAY_CLAIM, RUN_CLAIM, RunClaim};
+    let run = payload
+        .get(RUN_CLAIM)
+        .and_then(Value::as_object)
+        .ok_or(AuthError::Malformed)?;
+    let mut claims = run
+        .get("claims")
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or(AuthError::Malformed)?;
+    claims.remove(GATEWAY_CLAIM);
+    let mut named = run.clone();
+    named.remove("claims");
+    claims.insert(RUN_CLAIM.to_owned(), Value::Object(named));
+    match RunClaim::of(&claims) {
+        Some(Ok(_)) => Ok(claims),
+        _ => Err(AuthError::Malformed),
+    }
+}
+
 /// The claims a delegated token is evaluated as (`C_n` of `crate::domain::delegation`): the
 /// claims it was made from with the token's own `jti`/`iat`/`exp`/`nbf`, its `act`, and the
 /// chain (every scope, every level's per-token claims, this token's last). `Malformed` when
 /// the payload is not what toolgate signs.
-pub(super) fn delegated_claims(
-    payload: &Map<String, Value>,
-) -> Result<Map<String, Value>, AuthError> {
+pub fn delegated_claims(payload: &Map<String, Value>) -> Result<Map<String, Value>, AuthError> {
     use crate::domain::claims::{ACT_CLAIM, DELEGATION_CLAIM};
     use crate::domain::delegation::{PER_TOKEN, per_token};
     let chain = payload

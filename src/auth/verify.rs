@@ -152,11 +152,19 @@ impl Verifier {
                 // claims its issuer or carries its delegation claim is forged.
                 let own_issuer = own.map(OwnIssuer::issuer);
                 if claims.contains_key(crate::domain::claims::DELEGATION_CLAIM)
+                    || claims.contains_key(crate::domain::run::GATEWAY_CLAIM)
+                    || claims.contains_key(crate::domain::run::RUN_CLAIM)
                     || (own_issuer.is_some()
                         && claims.get("iss").and_then(|iss| iss.as_str()) == own_issuer)
                 {
                     return Err(AuthError::Forged);
                 }
+                let mut claims = claims;
+                // Toolgate minted no `act` level of a token it did not sign.
+                claims.insert(
+                    crate::domain::run::GATEWAY_CLAIM.to_owned(),
+                    crate::domain::run::gateway_claim(0),
+                );
                 (claims, validity)
             }
         };
@@ -228,7 +236,7 @@ impl Verifier {
         };
         let payload = parts.claims()?;
         let validity = rules.check(&payload, now)?;
-        Ok((super::own::delegated_claims(&payload)?, validity))
+        Ok((super::own::own_claims(&payload)?, validity))
     }
 
     /// Starts refetching the JWKS every `jwks_refresh_interval` (sooner while fetches fail);

@@ -113,6 +113,7 @@ pub(super) fn read(env: &Environment) -> Result<Layer, ConfigError> {
         tool_calls: vars.budget("TOOL_CALLS")?,
         mcp: super::mcp::McpLayer::from_env(env)?,
         delegation: super::delegation::DelegationLayer::from_env(env)?,
+        runs: super::runs::RunsLayer::from_env(env)?,
         cache: super::cache::CacheLayer::from_env(env)?,
     })
 }
@@ -181,6 +182,7 @@ pub fn setting_variables() -> impl Iterator<Item = &'static str> {
         .iter()
         .chain(&super::mcp::VARIABLES)
         .chain(&super::delegation::VARIABLES)
+        .chain(&super::runs::VARIABLES)
         .chain(&super::cache::VARIABLES)
         .chain(OTEL_VARIABLES)
         .copied()

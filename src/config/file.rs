@@ -35,6 +35,8 @@ struct FileConfig {
     #[serde(default)]
     delegation: super::delegation::DelegationSection,
     #[serde(default)]
+    runs: super::runs::RunsSection,
+    #[serde(default)]
     cache: super::cache::CacheSection,
 }
 
@@ -151,6 +153,7 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Layer, ConfigError> {
     rate_limits(&mut layer, &file.rate_limits, &at)?;
     layer.mcp = super::mcp::McpLayer::from_file(file.mcp, &at.place)?;
     layer.delegation = super::delegation::DelegationLayer::from_file(file.delegation, &at.place)?;
+    layer.runs = super::runs::RunsLayer::from_file(file.runs, &at.place)?;
     layer.cache = super::cache::CacheLayer::from_file(file.cache, &at.place)?;
     Ok(layer)
 }

@@ -7,10 +7,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::domain::claims::{ClaimPath, CompiledMatcher};
 use crate::domain::model::ClaimMatcher;
 
 pub(super) use super::number::{at_least_one, integer};
+pub(super) use super::rule::admin_rule;
 use super::{ConfigError, LogFormat, Secret};
 use crate::telemetry::OtlpProtocol;
 
@@ -55,6 +55,7 @@ pub(super) struct Layer {
     pub tool_calls: BudgetLayer,
     pub mcp: super::mcp::McpLayer,
     pub delegation: super::delegation::DelegationLayer,
+    pub runs: super::runs::RunsLayer,
     pub cache: super::cache::CacheLayer,
 }
 
@@ -122,6 +123,7 @@ impl Layer {
             tool_calls: self.tool_calls.overlaid_by(higher.tool_calls),
             mcp: self.mcp.overlaid_by(higher.mcp),
             delegation: self.delegation.overlaid_by(higher.delegation),
+            runs: self.runs.overlaid_by(higher.runs),
             cache: self.cache.overlaid_by(higher.cache),
         }
     }
@@ -280,39 +282,6 @@ pub(super) fn log_level(setting: &str, text: &str) -> Result<String, ConfigError
             )
         })?;
     Ok(text.to_owned())
-}
-
-/// Checks every matcher of an admin rule the way policy matchers are checked; `setting` names
-/// the list (`auth.admin_rule in toolgate.toml`, `TOOLGATE_ADMIN_RULE`) and `suffix` is
-/// appended after the element's field path.
-pub(super) fn admin_rule(
-    key: &str,
-    suffix: &str,
-    matchers: Vec<ClaimMatcher>,
-) -> Result<Vec<ClaimMatcher>, ConfigError> {
-    if matchers.is_empty() {
-        return Err(ConfigError::invalid(
-            format!("{key}{suffix}"),
-            "the admin rule needs at least one claim matcher (an empty rule would make no \
-             token admin); remove the key to use the default (roles equals admin, or \
-             realm_access.roles equals admin)",
-        ));
-    }
-    for (i, matcher) in matchers.iter().enumerate() {
-        if let Err(message) = ClaimPath::parse(&matcher.json_path) {
-            return Err(ConfigError::invalid(
-                format!("{key}[{i}].json_path{suffix}"),
-                message.to_string(),
-            ));
-        }
-        if let Err(error) = CompiledMatcher::compile(matcher) {
-            return Err(ConfigError::invalid(
-                format!("{key}[{i}].{}{suffix}", error.field),
-                error.message,
-            ));
-        }
-    }
-    Ok(matchers)
 }
 
 /// `Some(text)` unless it is empty: an empty value means "not set" in every source.

@@ -23,6 +23,8 @@ mod file;
 mod layer;
 mod mcp;
 mod number;
+mod rule;
+mod runs;
 mod secret;
 #[cfg(test)]
 mod tests;
@@ -155,6 +157,11 @@ pub struct Settings {
     pub mcp: crate::service::mcp::McpSettings,
     /// How deep and how long delegated tokens go, and how often their key rotates.
     pub delegation: crate::service::delegation::DelegationSettings,
+    /// How many runs, how long, how many calls (docs/runs.md).
+    pub runs: crate::service::runs::RunSettings,
+    /// Who may report calls executors ran in a run besides admins (`TOOLGATE_EXECUTOR_RULE`);
+    /// `None`: admins only.
+    pub executor_rule: Option<Vec<crate::domain::model::ClaimMatcher>>,
     /// Byte budgets of the in-process caches.
     pub cache: crate::cache::CacheBudgets,
     /// Non-fatal findings (e.g. an unknown `TOOLGATE_*` variable), to log once logging is up.
@@ -296,6 +303,8 @@ impl Settings {
             },
             mcp: layer.mcp.settings(),
             delegation: layer.delegation.settings(),
+            runs: layer.runs.settings(),
+            executor_rule: layer.runs.executor_rule.clone(),
             cache: layer.cache.budgets(),
             warnings,
         }

@@ -217,6 +217,9 @@ impl Snapshot {
         if let Some(state) = &options.state {
             self.narrow_by_state(&mut result, state);
         }
+        if let Some(pinned) = &options.pinned {
+            self.narrow_by_pinned(&mut result, pinned);
+        }
         if let Some(names) = &options.tools {
             self.narrow_by_tool_names(&mut result, names);
         }
@@ -259,6 +262,18 @@ impl Snapshot {
             })
             .collect();
         for t in unavailable {
+            result.remove(t);
+        }
+    }
+
+    /// A run's pinned set: only the tools it holds (by id, so that it means the same at every
+    /// revision).
+    fn narrow_by_pinned(&self, result: &mut FixedBitSet, pinned: &super::run::Pinned) {
+        let unpinned: Vec<usize> = result
+            .ones()
+            .filter(|&t| !pinned.contains(&self.tools[t].id))
+            .collect();
+        for t in unpinned {
             result.remove(t);
         }
     }

@@ -56,6 +56,9 @@ pub enum ScopeItem {
     Tool(String),
     /// `group:<id>`: the members of that group, if it is granted to the delegating claims.
     Group(String),
+    /// `*`: everything granted to the delegating claims. Made by the gateway for a child run
+    /// started without a scope (docs/runs.md); never accepted in a token exchange's scope.
+    All,
 }
 
 impl ScopeItem {
@@ -68,10 +71,20 @@ impl ScopeItem {
         }
     }
 
+    /// [`ScopeItem::parse`], and `*` ([`ScopeItem::All`]), as a chain the gateway made carries
+    /// them.
+    pub fn parse_in_chain(text: &str) -> Option<ScopeItem> {
+        if text == "*" {
+            return Some(ScopeItem::All);
+        }
+        ScopeItem::parse(text)
+    }
+
     pub fn to_text(&self) -> String {
         match self {
             ScopeItem::Tool(id) => format!("tool:{id}"),
             ScopeItem::Group(id) => format!("group:{id}"),
+            ScopeItem::All => "*".to_owned(),
         }
     }
 }
@@ -92,11 +105,17 @@ pub struct Chain {
 }
 
 /// Whether a claim path is of a delegation's own making, not of the claims it started from:
-/// `act`, [`CLAIM`] and the [`PER_TOKEN`] claims, which every token carries for itself.
+/// `act`, [`CLAIM`], the [`PER_TOKEN`] claims, which every token carries for itself, and the
+/// claims the gateway computes for every token (`toolgate`, `toolgate_run`).
 pub fn is_own_path(segments: &[String]) -> bool {
-    segments
-        .first()
-        .is_some_and(|first| first == ACT || first == CLAIM || PER_TOKEN.contains(&first.as_str()))
+    use super::run::{GATEWAY_CLAIM, RUN_CLAIM};
+    segments.first().is_some_and(|first| {
+        first == ACT
+            || first == CLAIM
+            || first == GATEWAY_CLAIM
+            || first == RUN_CLAIM
+            || PER_TOKEN.contains(&first.as_str())
+    })
 }
 
 /// Whether `carried` holds the value at `path`: one of them is `path` or a prefix of it.
@@ -125,7 +144,7 @@ impl Chain {
                 scope
                     .as_array()?
                     .iter()
-                    .map(|item| ScopeItem::parse(item.as_str()?))
+                    .map(|item| ScopeItem::parse_in_chain(item.as_str()?))
                     .collect::<Option<Vec<_>>>()
             })
             .collect::<Option<Vec<_>>>()?;
@@ -174,10 +193,16 @@ pub fn depth(claims: &Claims) -> usize {
 }
 
 /// The claims of level `k` of a chain of `n` delegations evaluated as `claims` (`C_n`): the
-/// same claims without [`CLAIM`], with level `k`'s [`PER_TOKEN`] claims when the chain records
-/// them, and their `act` peeled `n - k` times (absent when nothing is left).
+/// same claims without [`CLAIM`] (nor the run they act in), with level `k`'s [`PER_TOKEN`]
+/// claims when the chain records them, their `act` peeled `n - k` times (absent when nothing
+/// is left), and, when they carry the gateway's computed claim, its depth at that level.
 pub fn level_claims(claims: &Claims, n: usize, k: usize) -> Claims {
+    use super::run::{GATEWAY_CLAIM, RUN_CLAIM, gateway_claim};
     let mut level = claims.clone();
+    level.remove(RUN_CLAIM);
+    if level.contains_key(GATEWAY_CLAIM) {
+        level.insert(GATEWAY_CLAIM.to_owned(), gateway_claim(k));
+    }
     let chain = level.remove(CLAIM);
     if let Some(Value::Object(own)) = chain.as_ref().and_then(|chain| chain.get("tokens")?.get(k)) {
         for name in PER_TOKEN {
@@ -228,16 +253,27 @@ impl Snapshot {
             let ancestor = level_claims(claims, n, k);
             let decision = self.decide_matched(self.matching_policies(&ancestor));
             allowed.intersect_with(&decision.granted);
-            allowed.intersect_with(&self.scope_tools(scope, &decision.granted_group_set));
+            allowed.intersect_with(&self.scope_tools(
+                scope,
+                &decision.granted,
+                &decision.granted_group_set,
+            ));
         }
         Some(allowed)
     }
 
-    /// The tools `scope` keeps, given the groups granted to the claims that delegated it.
-    fn scope_tools(&self, scope: &[ScopeItem], granted_groups: &FixedBitSet) -> FixedBitSet {
+    /// The tools `scope` keeps, given the tools and groups granted to the claims that
+    /// delegated it.
+    fn scope_tools(
+        &self,
+        scope: &[ScopeItem],
+        granted: &FixedBitSet,
+        granted_groups: &FixedBitSet,
+    ) -> FixedBitSet {
         let mut kept = FixedBitSet::with_capacity(self.tools.len());
         for item in scope {
             match item {
+                ScopeItem::All => kept.union_with(granted),
                 ScopeItem::Tool(id) => {
                     if let Some(t) = tool_index(self, id) {
                         kept.insert(t as usize);

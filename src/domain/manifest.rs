@@ -30,6 +30,9 @@ pub struct ManifestOptions {
     /// `fields=name,input_schema`: the entry fields written (`tool_id` always); all by default.
     /// Narrows what each entry says, never which tools are listed.
     pub fields: Fields,
+    /// A run's pinned set (docs/runs.md, "Pinned grant"): keep only these tools. Set by the
+    /// gateway for a run token, never by a request.
+    pub pinned: Option<super::run::Pinned>,
 }
 
 impl ManifestOptions {
@@ -41,7 +44,13 @@ impl ManifestOptions {
                     + items.iter().map(String::capacity).sum::<usize>()
             })
         };
-        list(&self.groups) + list(&self.tools) + self.state.as_ref().map_or(0, String::capacity)
+        list(&self.groups)
+            + list(&self.tools)
+            + self.state.as_ref().map_or(0, String::capacity)
+            + self
+                .pinned
+                .as_ref()
+                .map_or(0, super::run::Pinned::heap_bytes)
     }
 
     /// Splits a comma-separated query value into trimmed, non-empty items.

@@ -47,6 +47,7 @@ pub mod operator;
 pub mod pattern;
 mod reach;
 pub mod revision;
+pub mod run;
 pub mod secrets;
 mod selection;
 pub mod snapshot;

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use super::runs::RunView;
 use crate::auth::VerifiedToken;
 use crate::domain::claims::Claims;
 
@@ -19,12 +20,29 @@ use crate::domain::claims::Claims;
 pub struct Caller {
     token: Arc<VerifiedToken>,
     is_admin: bool,
+    /// The run the token acts in (docs/runs.md), live when the caller was made.
+    run: Option<Arc<RunView>>,
 }
 
 impl Caller {
     /// The caller holding `token`; `is_admin` is what the admin rule says of its claims.
     pub fn new(token: Arc<VerifiedToken>, is_admin: bool) -> Caller {
-        Caller { token, is_admin }
+        Caller {
+            token,
+            is_admin,
+            run: None,
+        }
+    }
+
+    /// The same caller acting in `run` (its token's run, read live from the run store).
+    pub fn in_run(mut self, run: Arc<RunView>) -> Caller {
+        self.run = Some(run);
+        self
+    }
+
+    /// The run the caller acts in, as it was when the request began.
+    pub fn run(&self) -> Option<&Arc<RunView>> {
+        self.run.as_ref()
     }
 
     /// Every claim of the token.

@@ -84,6 +84,9 @@ pub struct Scope {
     pub state: Option<String>,
     /// Keep members of these granted groups (ids or names); `*` keeps all, empty keeps none.
     pub groups: Option<Vec<String>>,
+    /// A run's pinned set (docs/runs.md): set by the gateway for a run token, never by a
+    /// request.
+    pub pinned: Option<crate::domain::run::Pinned>,
 }
 
 impl Scope {
@@ -93,7 +96,18 @@ impl Scope {
             groups: self.groups.clone(),
             state: self.state.clone(),
             tools: None,
+            pinned: self.pinned.clone(),
             ..ManifestOptions::default()
+        }
+    }
+
+    /// This scope for a caller acting in `run`: within its pinned set, in its state (which
+    /// replaces any `context.state` asked for).
+    pub fn in_run(&self, run: &crate::service::runs::RunView) -> Scope {
+        Scope {
+            state: Some(run.state.clone()),
+            groups: self.groups.clone(),
+            pinned: Some(run.pinned.clone()),
         }
     }
 }

@@ -25,6 +25,7 @@ mod published;
 pub mod read;
 pub mod refresh_log;
 pub mod revisions;
+pub mod runs;
 pub mod seen;
 pub mod threads;
 

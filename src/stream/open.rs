@@ -75,8 +75,15 @@ pub async fn open(
     let catalog = Arc::clone(hub.catalog());
     let manifests = Arc::clone(manifests);
     let options = read.options.clone();
-    let render: Render =
-        Box::new(move || manifests.resolve_local(&catalog.snapshot(), &claims, options.clone()));
+    // A run's state moves a stream to other options (`StreamHub::run_moved`): read them then.
+    let (member, hub_of_render) = (subscription.id(), Arc::downgrade(hub));
+    let render: Render = Box::new(move || {
+        let options = hub_of_render
+            .upgrade()
+            .and_then(|hub| hub.options_of(member))
+            .unwrap_or_else(|| options.clone());
+        manifests.resolve_local(&catalog.snapshot(), &claims, options)
+    });
     Ok(Opened {
         subscription,
         rendered,

@@ -134,6 +134,8 @@ pub struct Metrics {
     delegations: Counter<u64>,
     /// The MCP endpoint's instruments.
     pub mcp: super::mcp::McpMetrics,
+    /// Runs' instruments.
+    pub runs: super::runs::RunMetrics,
     /// Tokens asked of token endpoints for upstream calls.
     pub upstream_tokens: super::upstream_tokens::TokenMetrics,
     routes: RouteNames,
@@ -226,6 +228,7 @@ impl Metrics {
                 )
                 .build(),
             mcp: super::mcp::McpMetrics::new(&meter),
+            runs: super::runs::RunMetrics::new(&meter),
             upstream_tokens: super::upstream_tokens::TokenMetrics::new(&meter),
             provider,
             pull,

@@ -17,6 +17,7 @@ pub mod observed;
 pub mod otel;
 pub mod prometheus;
 pub mod redact;
+pub mod runs;
 mod striped;
 pub mod upstream_tokens;
 

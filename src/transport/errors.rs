@@ -265,7 +265,10 @@ impl IntoResponse for ApiError {
 
 impl From<AuthError> for ApiError {
     fn from(error: AuthError) -> Self {
-        ApiError::Unauthorized(error)
+        match error {
+            AuthError::RunUnavailable => ApiError::Unavailable(error.description().to_owned()),
+            error => ApiError::Unauthorized(error),
+        }
     }
 }
 

@@ -148,6 +148,7 @@ pub fn router(state: AppState) -> Router {
     ])
     .merge(authzen::routes())
     .merge(oauth::routes())
+    .merge(rest::runs::routes())
     .merge(admin::routes(&state));
     #[cfg(feature = "bench-routes")]
     let api = api.merge(rest::bench::routes());

@@ -66,6 +66,10 @@ pub const ROUTES: &[Route] = &[
     // The credential is the subject token in the form, not a bearer header.
     open("/oauth/token", &["post"]),
     open("/.well-known/jwks.json", &["get"]),
+    token("/runs", &["post"]),
+    token("/runs/{id}", &["get", "delete"]),
+    token("/runs/{id}/calls", &["post"]),
+    token("/admin/runs", &["get"]),
     token("/admin/sources", COLLECTION),
     token("/admin/sources/{id}", ENTITY),
     token("/admin/tools", COLLECTION),

@@ -38,7 +38,12 @@ async fn an_sse_stream_sends_token_expired_at_exp_and_ends() {
     let (app, caller, exp, _dir) = app_and_caller().await;
     let read = ReadRequest::default();
     let opened = app
-        .open_stream(&caller, &read, StreamClass::Sse)
+        .open_stream(
+            &caller,
+            &read,
+            StreamClass::Sse,
+            toolgate::app::RunSurface::CurrentState,
+        )
         .await
         .expect("opened");
     let started = tokio::time::Instant::now();
@@ -85,7 +90,12 @@ async fn an_mcp_watch_tells_of_expiry_at_exp_and_ends() {
     let (app, caller, _exp, _dir) = app_and_caller().await;
     let read = ReadRequest::default();
     let opened = app
-        .open_stream(&caller, &read, StreamClass::Mcp)
+        .open_stream(
+            &caller,
+            &read,
+            StreamClass::Mcp,
+            toolgate::app::RunSurface::CurrentState,
+        )
         .await
         .expect("opened");
     let started = tokio::time::Instant::now();

@@ -95,3 +95,19 @@ pub async fn call(
     .expect(StatusCode::OK)
     .json()
 }
+
+/// The headers of a 2026-07-28 request of `method` (`Mcp-Name`: the tool a call names).
+pub fn modern<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    if let Some(name) = name {
+        headers.push(("mcp-name", name));
+    }
+    headers
+}
+
+/// `params` with the `_meta` every 2026-07-28 request carries.
+pub fn envelope(mut params: Value) -> Value {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}});
+    params
+}

@@ -461,6 +461,7 @@ pub fn options_strategy() -> impl Strategy<Value = ManifestOptions> {
             state: state.map(str::to_owned),
             tools: tools.map(|t| t.into_iter().map(str::to_owned).collect()),
             fields,
+            pinned: None,
         },
     )
 }

@@ -76,10 +76,12 @@ fn a_decision_is_membership_in_the_manifest() {
             Scope {
                 state: Some("research".into()),
                 groups: None,
+                pinned: None,
             },
             Scope {
                 state: None,
                 groups: Some(vec!["reads".into()]),
+                pinned: None,
             },
         ] {
             let manifest = snapshot.manifest(&claims, &scope.options());
@@ -115,6 +117,7 @@ fn a_batch_about_one_subject_costs_one_evaluation() {
     let research = Scope {
         state: Some("research".into()),
         groups: None,
+        pinned: None,
     };
     let questions = [
         ask(&staff, &research, "s:read"),
@@ -252,6 +255,7 @@ fn reasons_name_the_deciding_policy_and_groups() {
     let research = Scope {
         state: Some("x".into()),
         groups: None,
+        pinned: None,
     };
     let reason = |scope: &Scope, tool: &str| {
         decisions.decide(

@@ -292,20 +292,38 @@ fn kept_scope(
         ));
     }
     let manifest = snapshot.manifest(claims, &ManifestOptions::default());
-    items.retain(|item| match item {
-        ScopeItem::Tool(id) => manifest.groups_of(id).is_some(),
-        ScopeItem::Group(id) => manifest.tool_ids().any(|tool| {
-            manifest
-                .groups_of(tool)
-                .is_some_and(|groups| groups.contains(&id.as_str()))
-        }),
-    });
+    items.retain(|item| names_some(&manifest, item));
     if items.is_empty() {
         return Err(ExchangeError::InvalidScope(
             "the scope names nothing the subject token may see".to_owned(),
         ));
     }
     Ok(items)
+}
+
+/// Whether `item` names a tool of `manifest` (`tool:` that tool, `group:` one it lists under
+/// that group, `*` any).
+pub fn names_some(manifest: &crate::domain::manifest::Manifest<'_>, item: &ScopeItem) -> bool {
+    match item {
+        ScopeItem::Tool(id) => manifest.groups_of(id).is_some(),
+        ScopeItem::Group(_) => manifest.tool_ids().any(|tool| names(manifest, item, tool)),
+        ScopeItem::All => manifest.tool_ids().next().is_some(),
+    }
+}
+
+/// Whether `item` keeps `tool` of `manifest`.
+pub fn names(
+    manifest: &crate::domain::manifest::Manifest<'_>,
+    item: &ScopeItem,
+    tool: &str,
+) -> bool {
+    match item {
+        ScopeItem::Tool(id) => id == tool,
+        ScopeItem::Group(id) => manifest
+            .groups_of(tool)
+            .is_some_and(|groups| groups.contains(&id.as_str())),
+        ScopeItem::All => true,
+    }
 }
 
 /// The claim paths a new level of a chain carries: `sub`, `aud`, and what the policies `read`
@@ -329,7 +347,7 @@ fn carried_paths(read: &[ClaimPath], before: Option<&[Vec<String>]>) -> Vec<Clai
 /// The delegated token's claims (see the module docs). `read`: the claim paths the policies
 /// read now; of the claims the chain started from, only those (and `sub` and `aud`) are
 /// carried, and the paths carried are listed with them ([`CARRIED`]).
-fn payload(
+pub(crate) fn payload(
     issuer: &str,
     claims: &Claims,
     read: &[ClaimPath],

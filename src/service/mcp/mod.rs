@@ -68,6 +68,10 @@ pub enum Refused {
     UnknownTool,
     /// The arguments do not fit the tool's input schema.
     InvalidArguments(ArgumentError),
+    /// A run rule refused it (docs/runs.md): told to the agent as a tool error.
+    Run(crate::service::runs::RunRefusal),
+    /// The run store did not answer: nothing was sent.
+    RunUnavailable,
 }
 
 /// Lists, decides and calls for MCP callers.
@@ -215,18 +219,24 @@ impl McpTools {
     }
 }
 
+/// A call decided and checked, ready to forward.
+pub struct Prepared<'s> {
+    pub named: Named<'s>,
+    source: &'s crate::domain::model::Source,
+    settings: Arc<crate::domain::source_config::CallSettings>,
+}
+
 impl McpTools {
-    /// `tools/call`: the tool named `name` if the caller may call it now
-    /// ([`McpTools::callable`]), with `arguments` that fit its input schema, executed by its
-    /// upstream. Upstream failures are in the result (`isError`), not refusals.
-    pub async fn call(
+    /// The tool named `name` if the caller may call it now ([`McpTools::callable`]), with
+    /// `arguments` that fit its input schema and a source to send it to.
+    pub fn prepare<'s>(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &'s Snapshot,
         caller: &Caller,
         options: &ManifestOptions,
         name: &str,
         arguments: &serde_json::Map<String, serde_json::Value>,
-    ) -> Result<CallResult, Refused> {
+    ) -> Result<Prepared<'s>, Refused> {
         let named = self
             .callable(snapshot, caller.claims(), options, name)
             .ok_or(Refused::UnknownTool)?;
@@ -237,6 +247,22 @@ impl McpTools {
         let (source, settings) = snapshot
             .call_settings(&named.tool.source_id)
             .ok_or(Refused::UnknownTool)?;
+        Ok(Prepared {
+            named,
+            source,
+            settings,
+        })
+    }
+
+    /// Sends a prepared call to its upstream. Upstream failures are in the result
+    /// (`isError`), not refusals.
+    pub async fn forward(
+        &self,
+        prepared: &Prepared<'_>,
+        caller: &Caller,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> CallResult {
+        let settings = &prepared.settings;
         // Only a token exchange needs to know who the caller is (its cache key, its upstream
         // session): a call of any other source pays nothing for it.
         let identity =
@@ -246,10 +272,27 @@ impl McpTools {
             token: caller.token_text(),
             expires_at: caller.expires_at(),
         };
-        Ok(self
-            .upstream
-            .call_for((source, &settings), named.tool, arguments, Some(on_behalf))
-            .await)
+        self.upstream
+            .call_for(
+                (prepared.source, settings),
+                prepared.named.tool,
+                arguments,
+                Some(on_behalf),
+            )
+            .await
+    }
+
+    /// `tools/call`: [`McpTools::prepare`], then [`McpTools::forward`].
+    pub async fn call(
+        &self,
+        snapshot: &Snapshot,
+        caller: &Caller,
+        options: &ManifestOptions,
+        name: &str,
+        arguments: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallResult, Refused> {
+        let prepared = self.prepare(snapshot, caller, options, name, arguments)?;
+        Ok(self.forward(&prepared, caller, arguments).await)
     }
 }
 

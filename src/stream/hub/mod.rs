@@ -27,10 +27,11 @@ use bytes::Bytes;
 
 mod live;
 mod plan;
+mod runs;
 
 pub use self::live::{LiveManifest, LiveView, NOTIFICATIONS_KEPT, Notified};
 
-use self::plan::{Job, Move, plan};
+use self::plan::{Job, Move, change_frame, plan};
 use super::budget::StreamBudget;
 use super::frame::EventKind;
 pub use super::frame::Frame;
@@ -141,6 +142,8 @@ struct Member {
     subject: Arc<str>,
     /// The member's own claims, to regroup it when the read paths change.
     claims: Arc<Claims>,
+    /// The run the member's token acts in, if any (its state moves the member).
+    run: Option<Arc<str>>,
 }
 
 /// One connection's place in the hub. Dropping it (the connection closed) removes it.
@@ -177,6 +180,11 @@ impl Drop for Subscription {
 }
 
 impl Subscription {
+    /// The member's id in the hub.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Counts an event this connection hands to its client.
     pub fn sent(&self, kind: EventKind) {
         self.hub.sent[kind.index()].fetch_add(1, Ordering::Relaxed);
@@ -308,6 +316,10 @@ impl StreamHub {
                     class,
                     subject: Arc::clone(&subject),
                     claims: Arc::clone(claims),
+                    run: match crate::domain::run::RunClaim::of(claims) {
+                        Some(Ok(run)) => Some(Arc::from(run.id)),
+                        _ => None,
+                    },
                 },
             );
         }

@@ -99,7 +99,7 @@ pub(super) fn plan(snapshot: &Snapshot, resolver: &Manifests, jobs: Vec<Job>) ->
 }
 
 /// The `tools_changed` event from `previous` to `manifest`.
-fn change_frame(
+pub(super) fn change_frame(
     previous: &ManifestSummary,
     manifest: &Manifest<'_>,
     summary: &ManifestSummary,

@@ -87,6 +87,7 @@ pub struct Complete<'p> {
 pub static NO_SCOPE: Scope = Scope {
     state: None,
     groups: None,
+    pinned: None,
 };
 
 /// The parts of `map` (an evaluation, a batch's top level or a search) at `path`. A resource
@@ -213,7 +214,11 @@ fn context(value: &Value, path: &str, problems: &mut Problems) -> Option<Scope> 
             None
         }
     };
-    Some(Scope { state, groups })
+    Some(Scope {
+        state,
+        groups,
+        pinned: None,
+    })
 }
 
 /// The body of `POST /access/v1/evaluation`, read; whether it has every required part is

@@ -15,7 +15,7 @@ use super::notify::{self, Framing};
 use super::stateless;
 use super::version::Version;
 use super::{Context, json_response, options, params};
-use crate::app::Denied;
+use crate::app::{Denied, RunSurface};
 use crate::service::mcp::{BadCursor, Refused, ToolsPage};
 use crate::service::{Caller, ReadRequest};
 use crate::stream::{OpenError, StreamClass, Watch};
@@ -274,6 +274,17 @@ fn denied(denied: Denied) -> Reply {
     }
 }
 
+/// How a run's tools show on this revision: 2026-07-28 lists must not change as a side effect
+/// of a call (a run's tools in every state); the revisions with sessions list its current
+/// state's and notify on a change.
+fn run_surface(context: &Context) -> RunSurface {
+    if context.version.is_stateless() {
+        RunSurface::EveryState
+    } else {
+        RunSurface::CurrentState
+    }
+}
+
 fn tools_list(
     state: &AppState,
     agent: &Caller,
@@ -285,7 +296,10 @@ fn tools_list(
         Err(error) => return Reply::Error(error),
     };
     let cursor = params.cursor.as_deref();
-    let page = match state.app.mcp_list(agent, options, cursor) {
+    let page = match state
+        .app
+        .mcp_list(agent, options, cursor, run_surface(context))
+    {
         Ok(Ok(page)) => page,
         Ok(Err(BadCursor)) => {
             return Reply::Error(RpcError::invalid_params(format!(
@@ -333,6 +347,23 @@ async fn tools_call(
                 RpcError::invalid_params(format!("invalid arguments for tool '{name}': {error}"))
                     .with_data(json!({"field": error.pointer})),
             ),
+        ),
+        // A run rule's refusal is a tool error the model reads (what to do next), with the
+        // reason in `_meta`; nothing was sent upstream.
+        Err(Refused::Run(refusal)) => (
+            refusal.reason(),
+            Reply::Result(json!({
+                "content": [{"type": "text", "text": refusal.message(name)}],
+                "isError": true,
+                "_meta": {"io.toolgate/refusal": refusal.to_json()},
+            })),
+        ),
+        Err(Refused::RunUnavailable) => (
+            "run_unavailable",
+            Reply::Error(RpcError::new(
+                -32603,
+                "the run of this token cannot be read now; nothing was sent; try again",
+            )),
         ),
     };
     state.app.metrics().mcp.call(outcome, started.elapsed());
@@ -435,7 +466,7 @@ pub(super) async fn stream(
     let read = ReadRequest::of(context.options.clone());
     let opened = state
         .app
-        .open_stream(agent, &read, StreamClass::Mcp)
+        .open_stream(agent, &read, StreamClass::Mcp, run_surface(context))
         .await?;
     let rendered = opened.rendered;
     let ended = context

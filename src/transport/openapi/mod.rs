@@ -17,6 +17,7 @@ mod mcp_paths;
 pub mod model;
 mod ops_paths;
 mod revision_paths;
+mod run_paths;
 mod stream_paths;
 
 pub use agent_paths::AGENT_QUERY;
@@ -164,7 +165,7 @@ pub fn document() -> OpenApi {
             ["agents", "decisions"]
                 .into_iter()
                 .chain(COLLECTIONS.iter().map(|c| c.kind.as_str()))
-                .chain(["revisions", "preview", "catalog", "audit", "ops"])
+                .chain(["revisions", "runs", "preview", "catalog", "audit", "ops"])
                 .map(|name| TagBuilder::new().name(name).build()),
         ))
         .build()
@@ -319,6 +320,10 @@ fn paths() -> Paths {
         )
         .path("/oauth/token", post(ops_paths::oauth_token()))
         .path("/.well-known/jwks.json", get(ops_paths::jwks()))
+        .path("/runs", run_paths::runs())
+        .path("/runs/{id}", run_paths::run())
+        .path("/runs/{id}/calls", run_paths::calls())
+        .path("/admin/runs", run_paths::admin_runs())
         .path("/healthz", get(ops_paths::healthz()))
         .path("/readyz", get(ops_paths::readyz()))
         .path("/metrics", get(ops_paths::metrics()))

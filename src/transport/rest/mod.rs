@@ -5,4 +5,5 @@ pub mod agents;
 #[cfg(feature = "bench-routes")]
 pub(super) mod bench;
 pub(super) mod ops;
+pub(super) mod runs;
 pub mod stream;

@@ -11,6 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
 
+use crate::app::RunSurface;
 use crate::service::Caller;
 use crate::stream::{Connection, Opening, StreamClass};
 use crate::transport::AppState;
@@ -37,7 +38,7 @@ async fn stream_tools(
     let read = read_request(&pairs)?;
     let opened = state
         .app
-        .open_stream(&agent, &read, StreamClass::Sse)
+        .open_stream(&agent, &read, StreamClass::Sse, RunSurface::CurrentState)
         .await?;
     let resumed = headers
         .get("last-event-id")

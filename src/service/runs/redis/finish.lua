@@ -1,0 +1,16 @@
+local key, now, next, plain, moved, keep = KEYS[1], tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local state = redis.call('HGET', key, 'state')
+if not state then return {} end
+local line = plain
+if next ~= '' and redis.call('HEXISTS', key, 'ended') == 0
+   and tonumber(redis.call('HGET', key, 'exp')) > now then
+  redis.call('HSET', key, 'state', next)
+  state = next
+  line = moved
+  redis.call('PUBLISH', ARGV[6], ARGV[7])
+end
+redis.call('LPUSH', key .. ':calls', line)
+redis.call('LTRIM', key .. ':calls', 0, keep - 1)
+local ttl = redis.call('PTTL', key)
+if ttl > 0 then redis.call('PEXPIRE', key .. ':calls', ttl) end
+return {state}
