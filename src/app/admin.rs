@@ -51,6 +51,25 @@ impl AdminDesk {
         self.app.list_runs(filter).await
     }
 
+    /// Run `id` as `GET /runs/{id}` shows it (an admin sees every run).
+    pub async fn run(&self, id: &str) -> Result<serde_json::Value, super::RunDenied> {
+        self.app.run_status(&self.caller, id).await
+    }
+
+    /// Ends run `id` and its subtree; the runs ended now.
+    pub async fn end_run(&self, id: &str) -> Result<Vec<String>, super::RunDenied> {
+        self.app.end_run(&self.caller, id).await
+    }
+
+    /// What View as shows for run `id`: the claims its token is evaluated as and the options
+    /// its rules narrow with (its pinned set, its state); `None` when it is not live.
+    pub async fn run_preview(
+        &self,
+        id: &str,
+    ) -> Result<Option<(crate::domain::claims::Claims, ManifestOptions)>, super::RunDenied> {
+        self.app.run_preview(id).await
+    }
+
     /// Who the audit log names for a request of this admin: its `sub`, and the request's id.
     pub fn actor(&self, request_id: Option<&str>) -> Actor {
         Actor {

@@ -161,6 +161,35 @@ impl App {
         Ok(json!({"run_id": id, "state": state}))
     }
 
+    /// The claims run `id`'s token is evaluated as and the options its rules narrow with;
+    /// `None` when it is not live (for an admin's View as).
+    pub(super) async fn run_preview(
+        &self,
+        id: &str,
+    ) -> Result<Option<(crate::domain::claims::Claims, ManifestOptions)>, RunDenied> {
+        use crate::domain::run::{GATEWAY_CLAIM, RUN_CLAIM, RunClaim, gateway_claim};
+        let Some(view) = self.runs.live(id).await? else {
+            return Ok(None);
+        };
+        let Some(record) = self.runs.store().record(id).await? else {
+            return Ok(None);
+        };
+        let mut claims = record.claims.clone();
+        claims.insert(GATEWAY_CLAIM.to_owned(), gateway_claim(view.depth));
+        let claim = RunClaim {
+            id: view.id.clone(),
+            root: view.root.clone(),
+            depth: view.depth,
+        };
+        claims.insert(RUN_CLAIM.to_owned(), claim.to_claim());
+        let options = ManifestOptions {
+            pinned: Some(view.pinned.clone()),
+            state: Some(view.state.clone()),
+            ..ManifestOptions::default()
+        };
+        Ok(Some((claims, options)))
+    }
+
     async fn visible_run(&self, caller: &Caller, id: &str) -> Result<RunRecord, RunDenied> {
         self.runs
             .record_for(caller, id)

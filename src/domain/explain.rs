@@ -36,6 +36,25 @@ pub struct Explanation {
     /// For delegated claims: the chain and what it took away.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delegation: Option<DelegationExplanation>,
+    /// For claims acting in a run (options with a pinned set): what the run rules took away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunExplanation>,
+}
+
+/// What a run's rules did to its claims' tools (docs/runs.md): granted and visible tools that
+/// the pinned set does not hold (reason `run_pinned`), and pinned ones the run's state does
+/// not allow (reason `run_state`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunExplanation {
+    /// The run the claims act in, when they name one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The state the tools were taken in (none: every state).
+    pub state: Option<String>,
+    /// `run_pinned`: granted now, not when the run started.
+    pub run_pinned: Vec<String>,
+    /// `run_state`: pinned, but not available in `state`.
+    pub run_state: Vec<String>,
 }
 
 /// What a delegation chain did to a claim set's tools (docs/semantics.md section 6, step 4).
@@ -196,11 +215,43 @@ impl Snapshot {
             groups: self.explain_groups(&decision),
             tools: self.explain_tools(&decision, &manifest),
             delegation: self.explain_delegation(claims, &decision),
+            run: self.explain_run(claims, &decision, options),
         };
         Explained {
             manifest,
             explanation,
         }
+    }
+
+    fn explain_run(
+        &self,
+        claims: &Claims,
+        decision: &Decision,
+        options: &ManifestOptions,
+    ) -> Option<RunExplanation> {
+        let pinned = options.pinned.as_ref()?;
+        let mut visible = decision.granted.clone();
+        visible.intersect_with(&self.visible);
+        let (mut run_pinned, mut run_state) = (Vec::new(), Vec::new());
+        for t in visible.ones() {
+            let tool = &self.tools[t];
+            if !pinned.contains(&tool.id) {
+                run_pinned.push(tool.id.clone());
+            } else if let Some(state) = &options.state
+                && !super::run::available_in(tool.available_in_states.as_deref(), state)
+            {
+                run_state.push(tool.id.clone());
+            }
+        }
+        Some(RunExplanation {
+            run_id: match super::run::RunClaim::of(claims) {
+                Some(Ok(run)) => Some(run.id),
+                _ => None,
+            },
+            state: options.state.clone(),
+            run_pinned,
+            run_state,
+        })
     }
 
     fn explain_delegation(

@@ -25,6 +25,10 @@ pub enum WhyNot {
     },
     /// Granted and visible, but the request's options left it out.
     LeftOut,
+    /// Granted now, but not when the run the claims act in started (`run_pinned`).
+    RunPinned,
+    /// Pinned by the run, but not available in its state (`run_state`).
+    RunState { state: String, needs: Vec<String> },
     /// No policy these claims match covers it.
     NotGranted {
         /// Its active groups, by id (none: no policy can grant it).
@@ -46,6 +50,30 @@ pub struct WouldGrant {
 }
 
 impl Snapshot {
+    /// Why a granted, visible tool was left out: a run rule, else the request's options.
+    fn left_out(&self, explanation: &Explanation, tool_id: &str) -> WhyNot {
+        let Some(run) = &explanation.run else {
+            return WhyNot::LeftOut;
+        };
+        if run.run_pinned.iter().any(|id| id == tool_id) {
+            return WhyNot::RunPinned;
+        }
+        if run.run_state.iter().any(|id| id == tool_id) {
+            let needs = self
+                .catalog()
+                .tools
+                .iter()
+                .find(|tool| tool.id == tool_id)
+                .and_then(|tool| tool.available_in_states.clone())
+                .unwrap_or_default();
+            return WhyNot::RunState {
+                state: run.state.clone().unwrap_or_default(),
+                needs,
+            };
+        }
+        WhyNot::LeftOut
+    }
+
     /// Why `tool_id` is not among the tools `explanation` explains the grants of.
     pub fn why_not(&self, explanation: &Explanation, tool_id: &str) -> WhyNot {
         if let Some(tool) = explanation.tools.iter().find(|t| t.tool_id == tool_id) {
@@ -60,7 +88,7 @@ impl Snapshot {
                     priority: tool.priority,
                     hidden,
                 },
-                (ToolDecision::Granted, None) => WhyNot::LeftOut,
+                (ToolDecision::Granted, None) => self.left_out(explanation, tool_id),
             };
         }
         let catalog = self.catalog();
@@ -127,6 +155,15 @@ impl fmt::Display for WhyNot {
                 hidden.as_str()
             ),
             WhyNot::LeftOut => f.write_str("granted, but left out by the options of the request"),
+            WhyNot::RunPinned => f.write_str(
+                "granted now, but not when the run started: a run keeps the tools it started \
+                 with (run_pinned)",
+            ),
+            WhyNot::RunState { state, needs } => write!(
+                f,
+                "not available in the run's state '{state}': it needs one of [{}] (run_state)",
+                needs.join(", ")
+            ),
             WhyNot::NotGranted {
                 groups,
                 would,

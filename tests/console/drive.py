@@ -29,13 +29,13 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SHOTS = os.environ.get("SCREENSHOTS")
 
 
-def api(method, path, body=None):
-    """The admin API, as another admin would use it at the same time."""
+def api(method, path, body=None, token=ADMIN):
+    """The admin API, as another admin would use it at the same time (or the API as `token`)."""
     request = urllib.request.Request(
         BASE + path,
         method=method,
         data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": "Bearer " + ADMIN, "Content-Type": "application/json"},
+        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read() or b"null")
@@ -286,6 +286,26 @@ def main():
         expect(notifications.get_by_role("row").nth(1)).to_contain_text(str(latest), timeout=2000)
         assert page.evaluate("window.stillHere === true"), "the page was reloaded"
         shot(page, "live")
+
+        # Runs: an agent's run, its page, View as that run, then End run.
+        run = api("POST", "/runs", {"state": "triage"}, token=READER)["run_id"]
+        page.get_by_role("link", name="Runs", exact=True).click()
+        runs = page.get_by_role("table")
+        expect(runs.get_by_role("link", name=run)).to_be_visible()
+        expect(runs.get_by_role("row").filter(has_text=run)).to_contain_text("triage")
+        runs.get_by_role("link", name=run).click()
+        expect(page.get_by_role("heading", name="Last calls")).to_be_visible()
+        shot(page, "run")
+        page.get_by_role("link", name="View as this run").click()
+        expect(page.get_by_label("Run", exact=True)).to_have_value(run)
+        expect(page.get_by_role("heading", name="tools these claims get")).to_be_visible()
+        page.go_back()
+        page.get_by_role("button", name="End run").click()
+        expect(page.get_by_role("definition").filter(has_text="ended")).to_be_visible()
+        page.get_by_role("link", name="Runs", exact=True).click()
+        page.get_by_label("Active only").check()
+        page.get_by_role("button", name="Filter").click()
+        expect(page.get_by_role("link", name=run)).to_have_count(0)
 
         # Sign out ends the session: the console asks to sign in again.
         page.goto(BASE + "/console/tools")

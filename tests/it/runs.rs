@@ -189,8 +189,6 @@ pub(crate) async fn call_in(gateway: &Gateway, token: &str, session: &str, name:
     .await
 }
 
-
-
 /// A 2026-07-28 request: the JSON answer and the raw body.
 async fn modern_request(
     gateway: &Gateway,
@@ -854,4 +852,41 @@ async fn authzen_decides_a_run_tokens_calls_with_its_run() {
         "now in draft"
     );
     assert!(!decision(&gateway, &token, "api:start", json!({})).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_runs_and_views_as_a_run_naming_the_run_rules() {
+    use support::console_http::Browser;
+    let dir = tempfile::tempdir().expect("dir");
+    let (gateway, _) = gateway_in(dir.path()).await;
+    let (id, _) = run(
+        &gateway,
+        &agent("viewed"),
+        json!({"scope": ["tool:api:start", "tool:api:edit", "tool:api:free"],
+               "budget": {"calls": 4}}),
+    )
+    .await;
+    let mut browser = Browser::new(&gateway);
+    browser.sign_in(&Gateway::admin()).await;
+    let runs = browser.get("/console/runs").await;
+    assert_eq!(runs.status, StatusCode::OK);
+    assert!(
+        runs.text.contains(&id) && runs.text.contains("calls: 4"),
+        "{}",
+        runs.text
+    );
+    let view = browser
+        .get(&format!("/console/view-as?run={id}&why=api:edit"))
+        .await;
+    assert_eq!(view.status, StatusCode::OK);
+    assert!(
+        view.text.contains("2 tools these claims get"),
+        "{}",
+        view.text
+    );
+    assert!(view.text.contains("(run_state)"), "{}", view.text);
+    let pinned = browser
+        .get(&format!("/console/view-as?run={id}&why=api:publish"))
+        .await;
+    assert!(pinned.text.contains("(run_pinned)"), "{}", pinned.text);
 }

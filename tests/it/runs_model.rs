@@ -127,8 +127,6 @@ fn catalog(machine: &Machine, url: &str) -> Value {
     })
 }
 
-
-
 async fn modern_list(gateway: &Gateway, token: &str) -> Vec<String> {
     let reply = mcp_post(
         gateway,

@@ -98,7 +98,10 @@ pub async fn call(
 
 /// The headers of a 2026-07-28 request of `method` (`Mcp-Name`: the tool a call names).
 pub fn modern<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut headers = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
     if let Some(name) = name {
         headers.push(("mcp-name", name));
     }

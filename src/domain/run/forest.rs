@@ -82,6 +82,10 @@ pub struct RunRecord {
     pub children: Vec<String>,
     #[serde(default)]
     pub calls: VecDeque<CallLine>,
+    /// The claims the run's token is evaluated as (without the gateway's computed claims):
+    /// what an admin's View as of the run evaluates.
+    #[serde(default)]
+    pub claims: crate::domain::claims::Claims,
 }
 
 impl RunRecord {
@@ -438,6 +442,7 @@ mod tests {
             pinned_revision: 1,
             children: Vec::new(),
             calls: VecDeque::new(),
+            claims: Default::default(),
         }
     }
 

@@ -267,6 +267,7 @@ impl Runs {
             sub: caller.sub().to_owned(),
             pinned: pinned.digest(),
             pinned_revision: snapshot.revision(),
+            claims: claims.clone(),
             ..new_record(&run_claim, &state, (now, exp), &budget)
         };
         let started = self
@@ -384,6 +385,7 @@ fn new_record(
         pinned_revision: 0,
         children: Vec::new(),
         calls: VecDeque::new(),
+        claims: Claims::new(),
     }
 }
 

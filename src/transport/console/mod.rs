@@ -26,6 +26,7 @@ mod impact;
 mod live;
 mod page;
 mod revisions;
+mod runs;
 pub mod session;
 mod sign_in;
 pub mod sso;
@@ -77,6 +78,9 @@ pub fn routes() -> Router<AppState> {
         .route("/console/audit", get(audit::page))
         .route("/console/live", get(live::page))
         .route("/console/live/fragment", get(live::fragment))
+        .route("/console/runs", get(runs::list))
+        .route("/console/runs/{id}", get(runs::show))
+        .route("/console/runs/{id}/end", post(runs::end))
         .route("/console/revisions", get(revisions::list))
         .route(
             "/console/revisions/{id}",

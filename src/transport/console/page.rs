@@ -20,11 +20,12 @@ pub(super) enum Nav {
     ViewAs,
     Audit,
     Live,
+    Runs,
     Revisions,
 }
 
 impl Nav {
-    const ALL: [Nav; 9] = [
+    const ALL: [Nav; 10] = [
         Nav::Tools,
         Nav::Groups,
         Nav::Policies,
@@ -33,6 +34,7 @@ impl Nav {
         Nav::ViewAs,
         Nav::Audit,
         Nav::Live,
+        Nav::Runs,
         Nav::Revisions,
     ];
 
@@ -46,6 +48,7 @@ impl Nav {
             Nav::ViewAs => "View as",
             Nav::Audit => "Audit",
             Nav::Live => "Live",
+            Nav::Runs => "Runs",
             Nav::Revisions => "Revisions",
         }
     }
@@ -60,6 +63,7 @@ impl Nav {
             Nav::ViewAs => "/console/view-as",
             Nav::Audit => "/console/audit",
             Nav::Live => "/console/live",
+            Nav::Runs => "/console/runs",
             Nav::Revisions => "/console/revisions",
         }
     }

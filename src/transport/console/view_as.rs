@@ -38,6 +38,9 @@ pub(super) struct ViewAsParams {
     /// The tool whose "Why not?" was asked.
     #[serde(default)]
     why: Option<String>,
+    /// A run id: its claims, within its pinned set and in its state (docs/runs.md).
+    #[serde(default)]
+    run: String,
 }
 
 impl ViewAsParams {
@@ -71,11 +74,30 @@ pub(super) async fn page(signed: Signed, Query(params): Query<ViewAsParams>) -> 
         })
         .collect();
     let text = params.claims_text();
-    let result = if text.is_empty() {
+    let plain = ManifestOptions {
+        include_disabled: params.include_disabled(),
+        ..ManifestOptions::default()
+    };
+    let run = params.run.trim();
+    let result = if !run.is_empty() {
+        Some(match signed.desk.run_preview(run).await {
+            Ok(Some((claims, options))) => {
+                let options = ManifestOptions {
+                    include_disabled: params.include_disabled(),
+                    ..options
+                };
+                result(&snapshot, &claims, options, &params)
+            }
+            Ok(None) => html! {
+                p.error role="alert" { "Run " code { (run) } " is not live: it ended, expired or is not known." }
+            },
+            Err(error) => html! { p.error role="alert" { (error) } },
+        })
+    } else if text.is_empty() {
         None
     } else {
         Some(match serde_json::from_str::<Claims>(text) {
-            Ok(claims) => result(&snapshot, &claims, &params),
+            Ok(claims) => result(&snapshot, &claims, plain, &params),
             Err(error) => html! {
                 p.error role="alert" { "Claims (JSON) must be a JSON object of claims: " (error) }
             },
@@ -86,6 +108,8 @@ pub(super) async fn page(signed: Signed, Query(params): Query<ViewAsParams>) -> 
         form method="get" action="/console/view-as" {
             label for="claims" { "Claims (JSON)" }
             textarea #claims name="claims" spellcheck="false" { (editable_json(&params.claims)) }
+            label for="run" { "Run" }
+            input #run type="text" name="run" value=(params.run) spellcheck="false";
             label for="seen" { "Recently seen claim sets" }
             select #seen name="seen" {
                 option value="" { "(none: use the claims above)" }
@@ -113,12 +137,13 @@ pub(super) async fn page(signed: Signed, Query(params): Query<ViewAsParams>) -> 
     html_response(StatusCode::OK, shell(&signed, Nav::ViewAs, "View as", body))
 }
 
-/// The tools `claims` get, and the ones they do not with their "Why not?".
-fn result(snapshot: &Snapshot, claims: &Claims, params: &ViewAsParams) -> Markup {
-    let options = ManifestOptions {
-        include_disabled: params.include_disabled(),
-        ..ManifestOptions::default()
-    };
+/// The tools `claims` get under `options`, and the ones they do not with their "Why not?".
+fn result(
+    snapshot: &Snapshot,
+    claims: &Claims,
+    options: ManifestOptions,
+    params: &ViewAsParams,
+) -> Markup {
     let explained = snapshot.explain(claims, &options);
     let granted: HashSet<&str> = explained.manifest.tool_ids().collect();
     let catalog = snapshot.catalog();
@@ -164,6 +189,7 @@ fn result(snapshot: &Snapshot, claims: &Claims, params: &ViewAsParams) -> Markup
             }
             form.row method="get" action="/console/view-as" {
                 input type="hidden" name="claims" value=(params.claims_text());
+                input type="hidden" name="run" value=(params.run);
                 @if params.include_disabled() { input type="hidden" name="include_disabled" value="on"; }
                 div {
                     label for="q" { "Search" }
@@ -177,6 +203,7 @@ fn result(snapshot: &Snapshot, claims: &Claims, params: &ViewAsParams) -> Markup
             // One form for every row: each button sends its tool as `why`.
             form method="get" action="/console/view-as" {
                 input type="hidden" name="claims" value=(params.claims_text());
+                input type="hidden" name="run" value=(params.run);
                 input type="hidden" name="q" value=(params.q);
                 @if params.include_disabled() { input type="hidden" name="include_disabled" value="on"; }
                 table {

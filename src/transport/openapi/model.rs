@@ -416,6 +416,24 @@ pub struct ExplanationSchema {
     /// For delegated claims: the chain and what it took away.
     #[serde(skip_serializing_if = "Option::is_none")]
     delegation: Option<DelegationExplanationSchema>,
+    /// For claims acting in a run (a run token's `explain=true`, View as a run): what the run
+    /// rules took away.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunExplanationSchema>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = RunExplanation)]
+pub struct RunExplanationSchema {
+    /// The run the claims act in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_id: Option<String>,
+    /// The state the tools were taken in (null: every state).
+    state: Option<String>,
+    /// Granted now, but not when the run started (reason `run_pinned`).
+    run_pinned: Vec<String>,
+    /// Pinned, but not available in `state` (reason `run_state`).
+    run_state: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -26,6 +26,9 @@ pub(super) struct Meta {
     /// The counter names held along the chain (the run's and its ancestors').
     #[serde(default)]
     pub(super) counters: Vec<String>,
+    /// The claims the run's token is evaluated as.
+    #[serde(default)]
+    pub(super) claims: crate::domain::claims::Claims,
 }
 
 impl Meta {
@@ -42,6 +45,7 @@ impl Meta {
             pinned: record.pinned.clone(),
             pinned_revision: record.pinned_revision,
             counters,
+            claims: record.claims.clone(),
         }
     }
 }
@@ -88,5 +92,6 @@ pub(super) fn record_of(
         pinned_revision: meta.pinned_revision,
         children,
         calls,
+        claims: meta.claims,
     })
 }

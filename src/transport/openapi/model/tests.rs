@@ -118,6 +118,12 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
         policies: vec![policy_explained.clone()],
         groups: vec![group_explained.clone()],
         tools: vec![tool_explained.clone()],
+        run: Some(crate::domain::explain::RunExplanation {
+            run_id: Some("run_x".into()),
+            state: Some("s".into()),
+            run_pinned: vec![],
+            run_state: vec![],
+        }),
         delegation: Some(crate::domain::explain::DelegationExplanation {
             depth: 1,
             scopes: vec![vec!["tool:s:t".into()]],
@@ -135,7 +141,8 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
                      "path": "mcp://s/t", "input_schema": {}}
     }))
     .expect("a revision");
-    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 20] = [
+    let run_explained = explanation.run.clone().expect("a run");
+    let pairs: [(&str, BTreeSet<String>, BTreeSet<String>); 21] = [
         ("Catalog", keys(&catalog), properties::<CatalogSchema>()),
         (
             "Source",
@@ -178,6 +185,11 @@ fn every_mirror_has_exactly_the_fields_of_its_model() {
             "Explanation",
             keys(&explanation),
             properties::<ExplanationSchema>(),
+        ),
+        (
+            "RunExplanation",
+            keys(&run_explained),
+            properties::<RunExplanationSchema>(),
         ),
         (
             "PolicyExplanation",
