@@ -35,7 +35,7 @@ pub enum RunDenied {
     #[error(transparent)]
     Start(#[from] StartError),
     /// No such run for this caller (it may exist: another identity's is not told apart).
-    #[error("no run '{0}' is visible to this token")]
+    #[error("no run '{}' is visible to this token", shown(.0))]
     NotFound(String),
     /// The caller may not do this (reports: neither admin nor executor).
     #[error("{0}")]
@@ -151,7 +151,7 @@ impl App {
             .find(|tool| tool.id == tool_id)
             .ok_or_else(|| RunDenied::Invalid {
                 field: "tool_id".to_owned(),
-                message: format!("no tool '{tool_id}' in the catalog"),
+                message: format!("no tool '{}' in the catalog", shown(&tool_id)),
             })?;
         let state = self
             .runs
@@ -324,6 +324,15 @@ fn stamp_run(result: &mut Value, id: &str, state: Option<&str>) {
             );
         }
     }
+}
+
+/// `text` as an error message quotes it: at most 80 characters of it.
+fn shown(text: &str) -> String {
+    let mut shown: String = text.chars().take(80).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
 }
 
 /// `{"tool_id", "outcome": "success" | "error"}`.

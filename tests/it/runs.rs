@@ -728,6 +728,26 @@ async fn bad_start_requests_name_their_field() {
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
         assert_eq!(answer["errors"][0]["field"], field, "{body}: {answer}");
     }
+    // What the body names is quoted within bounds, never echoed whole.
+    let long = "x".repeat(10_000);
+    for body in [
+        json!({ long.clone(): 1 }),
+        json!({"budget": {"per_tool": { long.clone(): "1" }}}),
+    ] {
+        let (code, answer) = start(&gateway, &agent, body).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY);
+        let field = answer["errors"][0]["field"].as_str().expect("a field");
+        assert!(field.len() < 120, "{} bytes", field.len());
+    }
+    let reported = gateway
+        .admin_send(
+            Method::POST,
+            "/runs/run_AAAAAAAAAAAAAAAAAAAAAA/calls",
+            Some(json!({"tool_id": long, "outcome": "success"})),
+        )
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(reported.body.len() < 1000, "{} bytes", reported.body.len());
     // An empty body starts a run.
     let reply = gateway
         .client

@@ -245,3 +245,54 @@ async fn in_random_delegation_trees_no_child_spends_more_than_its_parent_had_lef
         );
     }
 }
+
+/// On a Redis Cluster of three masters a run tree lives in one slot (its keys share the root's
+/// hash tag), so every script on it runs where its keys are: runs, children, budgets and ends
+/// work as on one server, and the trees of several roots spread over the masters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_redis_cluster_each_run_tree_lives_in_one_slot() {
+    use support::redis_topologies::RedisCluster;
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
+    let dir = tempfile::tempdir().expect("dir");
+    let mut settings = super::runs::settings(dir.path());
+    settings.redis_url = Some(Secret::new(cluster.url()));
+    settings.rate_limits = toolgate::service::limits::RateLimits::UNLIMITED;
+    let gateway = Gateway::start_with(settings).await;
+    let (url, recorded) = recording_upstream().await;
+    setup(&gateway, &url).await;
+    let mut roots = Vec::new();
+    for i in 0..6 {
+        let (root, token) = run(
+            &gateway,
+            &agent(&format!("cluster-{i}")),
+            json!({"budget": {"calls": 3}}),
+        )
+        .await;
+        let (_, child) = run(&gateway, &token, json!({"budget": {"calls": 2}})).await;
+        let (session, _) = initialize(&gateway, &child, "2025-11-25").await;
+        for _ in 0..3 {
+            call_in(&gateway, &child, &session, "api.free").await;
+        }
+        call_in(&gateway, &child, &session, "api.start").await;
+        assert_eq!(status(&gateway, &token, &root).await["budget"]["calls"], 1);
+        gateway
+            .request(Method::DELETE, &format!("/runs/{root}"), Some(&token), None)
+            .await
+            .expect(StatusCode::OK);
+        gateway
+            .get("/agents/tools", &child)
+            .await
+            .expect(StatusCode::UNAUTHORIZED);
+        roots.push(root);
+    }
+    assert_eq!(
+        recorded.total.load(Ordering::SeqCst),
+        12,
+        "2 calls per tree"
+    );
+    let per_node: Vec<u64> = cluster.nodes.iter().map(|node| node.keys()).collect();
+    assert!(
+        per_node.iter().filter(|keys| **keys > 0).count() >= 2,
+        "trees spread over the masters: {per_node:?}"
+    );
+}

@@ -91,7 +91,7 @@ impl Budget {
             .ok_or_else(|| problem(field, "must be an object"))?;
         let mut counters = BTreeMap::new();
         for (name, member) in object {
-            let at = format!("{field}.{name}");
+            let at = format!("{field}.{}", clip(name));
             match name.as_str() {
                 "calls" => {
                     counters.insert(CounterKey::Calls, amount(member, &at)?);
@@ -144,6 +144,15 @@ impl Budget {
     }
 }
 
+/// A name as a field path quotes it: at most 80 characters of it.
+fn clip(name: &str) -> String {
+    let mut clipped: String = name.chars().take(80).collect();
+    if clipped.len() < name.len() {
+        clipped.push('…');
+    }
+    clipped
+}
+
 fn amount(value: &Value, field: &str) -> Result<u64, BudgetError> {
     value
         .as_u64()
@@ -167,7 +176,7 @@ fn read_map(
         ));
     }
     for (name, member) in object {
-        let at = format!("{field}.{name}");
+        let at = format!("{field}.{}", clip(name));
         if name.is_empty() || name.len() > MAX_KEY_BYTES || name.chars().any(char::is_control) {
             return Err(problem(
                 at,

@@ -15,6 +15,21 @@ use super::available_in;
 /// Calls a record keeps, newest last.
 pub const CALLS_KEPT: usize = 50;
 
+/// Bytes the calls a record keeps may take at most (tool ids and states, and 24 for each
+/// line's own fields): with the bounds on children and claims, a record stays within 4 KiB.
+pub const CALLS_BYTES: usize = 1024;
+
+/// Bytes the claims a record keeps may take at most (as JSON); claims larger than this are not
+/// kept (View as of that run then has none to show).
+pub const CLAIMS_BYTES: usize = 1024;
+
+impl CallLine {
+    /// What the line costs against [`CALLS_BYTES`].
+    pub fn weight(&self) -> usize {
+        24 + self.tool_id.len() + self.transition.as_ref().map_or(0, String::len)
+    }
+}
+
 /// Children a run may have (every start counts, ended ones too: a bound on the record).
 pub const MAX_CHILDREN: usize = 64;
 
@@ -147,12 +162,30 @@ pub struct Begun {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Forest {
     pub runs: HashMap<String, RunRecord>,
+    /// Runs not ended (expired ones included until [`Forest::purge`] ends them): what the bound
+    /// on live runs counts, kept as runs start and end so that a start costs no scan.
+    open: usize,
 }
 
 impl Forest {
-    /// Live runs at `now`.
+    /// The forest of `records` (as read back from disk).
+    pub fn of(records: impl IntoIterator<Item = RunRecord>) -> Forest {
+        let runs: HashMap<String, RunRecord> = records
+            .into_iter()
+            .map(|record| (record.id.clone(), record))
+            .collect();
+        let open = runs.values().filter(|run| run.ended_at.is_none()).count();
+        Forest { runs, open }
+    }
+
+    /// Live runs at `now` (a scan: for metrics, not for every start).
     pub fn live(&self, now: i64) -> usize {
         self.runs.values().filter(|run| run.is_live(now)).count()
+    }
+
+    /// Runs not ended yet (expired ones until they are purged).
+    pub fn open(&self) -> usize {
+        self.open
     }
 
     /// Starts `record` (its counters hold what it asks for; `from` is set here). A child's
@@ -164,7 +197,7 @@ impl Forest {
         now: i64,
         max_live: usize,
     ) -> Result<(), StartRefusal> {
-        if self.live(now) >= max_live {
+        if self.open >= max_live {
             return Err(StartRefusal::TooMany { max: max_live });
         }
         if let Some(parent) = &record.parent {
@@ -203,7 +236,12 @@ impl Forest {
         {
             parent.children.push(record.id.clone());
         }
-        self.runs.insert(record.id.clone(), record);
+        if let Some(old) = self.runs.insert(record.id.clone(), record)
+            && old.ended_at.is_none()
+        {
+            self.open -= 1; // the same id again (never, with 128 random bits): counted once
+        }
+        self.open += 1;
         Ok(())
     }
 
@@ -312,8 +350,11 @@ impl Forest {
             line.transition = Some(next.to_owned());
         }
         run.calls.push_back(line);
-        while run.calls.len() > CALLS_KEPT {
-            run.calls.pop_front();
+        let mut bytes: usize = run.calls.iter().map(CallLine::weight).sum();
+        while run.calls.len() > CALLS_KEPT || (bytes > CALLS_BYTES && run.calls.len() > 1) {
+            if let Some(old) = run.calls.pop_front() {
+                bytes -= old.weight();
+            }
         }
         Some(run.state.clone())
     }
@@ -338,6 +379,7 @@ impl Forest {
             if run.ended_at.is_none() {
                 run.ended_at = Some(now.min(run.expires_at));
                 ended.push(id.clone());
+                self.open = self.open.saturating_sub(1);
             }
             self.return_unused(&id);
         }
@@ -403,165 +445,4 @@ fn run_expiry(forest: &Forest, id: &str) -> Option<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ROOT: &str = "root";
-
-    fn record(id: &str, parent: Option<&RunRecord>, budget: &[(&str, u64)]) -> RunRecord {
-        let mut ancestors = Vec::new();
-        if let Some(parent) = parent {
-            ancestors.push(parent.id.clone());
-            ancestors.extend(parent.ancestors.iter().cloned());
-        }
-        RunRecord {
-            id: id.to_owned(),
-            root: parent.map_or_else(|| id.to_owned(), |p| p.root.clone()),
-            parent: parent.map(|p| p.id.clone()),
-            ancestors,
-            depth: parent.map_or(0, |p| p.depth + 1),
-            sub: "u".to_owned(),
-            state: "s0".to_owned(),
-            created_at: 0,
-            expires_at: 100,
-            ended_at: None,
-            budget: budget
-                .iter()
-                .map(|(name, n)| {
-                    (
-                        (*name).to_owned(),
-                        Counter {
-                            limit: *n,
-                            left: *n,
-                            from: None,
-                        },
-                    )
-                })
-                .collect(),
-            pinned: String::new(),
-            pinned_revision: 1,
-            children: Vec::new(),
-            calls: VecDeque::new(),
-            claims: Default::default(),
-        }
-    }
-
-    fn left(forest: &Forest, id: &str, name: &str) -> u64 {
-        forest.runs[id].budget[name].left
-    }
-
-    #[test]
-    fn children_are_carved_from_the_parent_and_give_back_what_they_leave() {
-        let mut forest = Forest::default();
-        let root = record(ROOT, None, &[("calls", 10)]);
-        forest.start(root.clone(), 0, 10).expect("root");
-        let child = record("child", Some(&root), &[("calls", 4)]);
-        forest.start(child.clone(), 0, 10).expect("child");
-        assert_eq!(left(&forest, ROOT, "calls"), 6);
-        let greedy = record("greedy", Some(&root), &[("calls", 7)]);
-        assert_eq!(
-            forest.start(greedy, 0, 10),
-            Err(StartRefusal::Overdrawn {
-                counter: "calls".into(),
-                asked: 7,
-                left: 6
-            })
-        );
-        let calls = vec!["calls".to_owned()];
-        forest.begin("child", 1, None, &calls).expect("a unit");
-        assert_eq!(left(&forest, "child", "calls"), 3);
-        assert_eq!(left(&forest, ROOT, "calls"), 6, "the child spends its own");
-        assert_eq!(forest.end("child", 2), vec!["child".to_owned()]);
-        assert_eq!(left(&forest, ROOT, "calls"), 9, "3 unused come back");
-        assert_eq!(
-            forest.begin("child", 3, None, &calls),
-            Err(CallRefusal::Ended)
-        );
-    }
-
-    #[test]
-    fn absent_keys_spend_the_ancestors_counter_and_a_refusal_spends_nothing() {
-        let mut forest = Forest::default();
-        let root = record(ROOT, None, &[("calls", 1), ("per_tool.db:*", 5)]);
-        forest.start(root.clone(), 0, 10).expect("root");
-        let child = record("child", Some(&root), &[("per_tool.db:*", 2)]);
-        forest.start(child, 0, 10).expect("child");
-        let both = vec!["calls".to_owned(), "per_tool.db:*".to_owned()];
-        forest.begin("child", 1, None, &both).expect("one call");
-        assert_eq!(left(&forest, ROOT, "calls"), 0);
-        assert_eq!(left(&forest, "child", "per_tool.db:*"), 1);
-        assert_eq!(
-            forest.begin("child", 1, None, &both),
-            Err(CallRefusal::Budget {
-                counter: "calls".into(),
-                limit: 1
-            })
-        );
-        assert_eq!(left(&forest, "child", "per_tool.db:*"), 1, "all or nothing");
-    }
-
-    #[test]
-    fn state_gates_and_transitions_apply_to_live_runs_only() {
-        let mut forest = Forest::default();
-        forest.start(record(ROOT, None, &[]), 0, 10).expect("root");
-        let needs_s1 = vec!["s1".to_owned()];
-        assert_eq!(
-            forest.begin(ROOT, 1, Some(&needs_s1), &[]),
-            Err(CallRefusal::State { state: "s0".into() })
-        );
-        let line = CallLine {
-            tool_id: "t".into(),
-            outcome: CallMark::Success,
-            transition: None,
-            at: 1,
-        };
-        assert_eq!(
-            forest.finish(ROOT, 1, line.clone(), Some("s1")),
-            Some("s1".to_owned())
-        );
-        assert!(forest.begin(ROOT, 1, Some(&needs_s1), &[]).is_ok());
-        assert_eq!(forest.runs[ROOT].calls[0].transition.as_deref(), Some("s1"));
-        forest.end(ROOT, 2);
-        assert_eq!(
-            forest.finish(ROOT, 3, line, Some("s2")),
-            Some("s1".to_owned())
-        );
-    }
-
-    #[test]
-    fn ending_a_parent_ends_the_subtree_and_bounds_hold() {
-        let mut forest = Forest::default();
-        let root = record(ROOT, None, &[("calls", 3)]);
-        forest.start(root.clone(), 0, 3).expect("root");
-        let child = record("child", Some(&root), &[("calls", 2)]);
-        forest.start(child.clone(), 0, 3).expect("child");
-        let grandchild = record("grand", Some(&child), &[("calls", 1)]);
-        forest.start(grandchild, 0, 3).expect("grandchild");
-        assert_eq!(
-            forest.start(record("x", None, &[]), 0, 3),
-            Err(StartRefusal::TooMany { max: 3 })
-        );
-        let mut ended = forest.end(ROOT, 5);
-        ended.sort();
-        assert_eq!(ended, ["child", "grand", "root"]);
-        assert_eq!(left(&forest, ROOT, "calls"), 3, "everything came back up");
-        assert_eq!(forest.purge(5 + 59, 60), Vec::<String>::new());
-        let mut gone = forest.purge(5 + 60, 60);
-        gone.sort();
-        assert_eq!(gone, ["child", "grand", "root"]);
-    }
-
-    #[test]
-    fn expiry_ends_a_run_and_returns_its_budget() {
-        let mut forest = Forest::default();
-        let root = record(ROOT, None, &[("calls", 5)]);
-        forest.start(root.clone(), 0, 10).expect("root");
-        let mut child = record("child", Some(&root), &[("calls", 5)]);
-        child.expires_at = 10;
-        forest.start(child, 0, 10).expect("child");
-        assert_eq!(left(&forest, ROOT, "calls"), 0);
-        forest.purge(10, 600);
-        assert_eq!(left(&forest, ROOT, "calls"), 5);
-        assert_eq!(forest.runs["child"].ended_at, Some(10));
-    }
-}
+mod tests;

@@ -30,6 +30,8 @@ struct Inner {
     views: HashMap<String, Arc<RunView>>,
     /// Runs changed (or forgotten) since the last write to disk.
     dirty: HashSet<String>,
+    /// Pinned sets made (or forgotten) since the last write to disk.
+    pinned_dirty: HashSet<String>,
 }
 
 fn failed(error: impl std::fmt::Display) -> RunStoreError {
@@ -51,11 +53,12 @@ impl MemoryRuns {
         let mut inner = Inner::default();
         let read = disk.begin_read().map_err(failed)?;
         if let Ok(table) = read.open_table(RUNS) {
+            let mut records = Vec::new();
             for row in table.iter().map_err(failed)? {
                 let (_, value) = row.map_err(failed)?;
-                let record: RunRecord = serde_json::from_slice(value.value()).map_err(failed)?;
-                inner.forest.runs.insert(record.id.clone(), record);
+                records.push(serde_json::from_slice::<RunRecord>(value.value()).map_err(failed)?);
             }
+            inner.forest = Forest::of(records);
         }
         if let Ok(table) = read.open_table(PINNED) {
             for row in table.iter().map_err(failed)? {
@@ -95,23 +98,16 @@ impl MemoryRuns {
                     (id, row)
                 })
                 .collect();
-            let referenced: HashSet<String> = inner
-                .forest
-                .runs
-                .values()
-                .map(|r| r.pinned.clone())
-                .collect();
-            let pinned: Vec<(String, Option<Vec<u8>>)> = inner
-                .pinned
-                .iter()
-                .map(|(digest, set)| {
-                    let row = referenced.contains(digest).then(|| {
+            let digests: Vec<String> = inner.pinned_dirty.drain().collect();
+            let pinned: Vec<(String, Option<Vec<u8>>)> = digests
+                .into_iter()
+                .map(|digest| {
+                    let row = inner.pinned.get(&digest).map(|set| {
                         serde_json::to_vec(&set.ids().collect::<Vec<_>>()).unwrap_or_default()
                     });
-                    (digest.clone(), row)
+                    (digest, row)
                 })
                 .collect();
-            inner.pinned.retain(|digest, _| referenced.contains(digest));
             (rows, pinned)
         };
         let write = disk.begin_write().map_err(failed)?;
@@ -207,7 +203,11 @@ impl RunStore for MemoryRuns {
         let mut inner = self.lock();
         let mut touched = vec![record.id.clone()];
         touched.extend(record.ancestors.iter().cloned());
-        inner.pinned.entry(pinned.digest()).or_insert(pinned);
+        let digest = pinned.digest();
+        if !inner.pinned.contains_key(&digest) {
+            inner.pinned.insert(digest.clone(), pinned);
+            inner.pinned_dirty.insert(digest);
+        }
         let started = inner.forest.start(record, now, max_live);
         if started.is_ok() {
             inner.touch(touched);
@@ -295,16 +295,36 @@ impl RunStore for MemoryRuns {
 
     async fn purge(&self, now: i64, keep: i64) -> Result<usize, RunStoreError> {
         let mut inner = self.lock();
+        // Expired runs end now, and give what they leave back to their ancestors: all changed.
         let before: HashSet<String> = inner
             .forest
             .runs
             .values()
             .filter(|run| run.ended_at.is_none() && now >= run.expires_at)
-            .map(|run| run.id.clone())
+            .flat_map(|run| std::iter::once(&run.id).chain(&run.ancestors).cloned())
             .collect();
         let gone = inner.forest.purge(now, keep);
         let count = gone.len();
         inner.touch(before.into_iter().chain(gone));
+        // Pinned sets no run names any more go too (a scan, every purge: not on every write).
+        if count > 0 {
+            let referenced: HashSet<String> = inner
+                .forest
+                .runs
+                .values()
+                .map(|run| run.pinned.clone())
+                .collect();
+            let unused: Vec<String> = inner
+                .pinned
+                .keys()
+                .filter(|digest| !referenced.contains(*digest))
+                .cloned()
+                .collect();
+            for digest in unused {
+                inner.pinned.remove(&digest);
+                inner.pinned_dirty.insert(digest);
+            }
+        }
         Ok(count)
     }
 }

@@ -10,7 +10,7 @@ use super::Runs;
 use crate::domain::claims::Claims;
 use crate::domain::delegation::{Chain, ScopeItem};
 use crate::domain::manifest::ManifestOptions;
-use crate::domain::run::forest::{Counter, RunRecord, StartRefusal};
+use crate::domain::run::forest::{CLAIMS_BYTES, Counter, RunRecord, StartRefusal};
 use crate::domain::run::{
     Budget, CounterKey, DEFAULT_STATE, GATEWAY_CLAIM, Pinned, RUN_CLAIM, RunClaim, state_problem,
 };
@@ -85,8 +85,9 @@ impl StartRequest {
                     request.expires_in = Some(seconds);
                 }
                 other => {
+                    let name: String = other.chars().take(80).collect();
                     return Err(invalid(
-                        other,
+                        &name,
                         "unknown member: a run takes state, scope, budget and expires_in",
                     ));
                 }
@@ -267,7 +268,7 @@ impl Runs {
             sub: caller.sub().to_owned(),
             pinned: pinned.digest(),
             pinned_revision: snapshot.revision(),
-            claims: claims.clone(),
+            claims: kept_claims(&claims, snapshot),
             ..new_record(&run_claim, &state, (now, exp), &budget)
         };
         let started = self
@@ -386,6 +387,26 @@ fn new_record(
         children: Vec::new(),
         calls: VecDeque::new(),
         claims: Claims::new(),
+    }
+}
+
+/// The claims a record keeps for View as: those the policies read, `sub` and the claims of a
+/// delegation's own making (so that the chain is evaluated as the token's is), when they fit
+/// [`CLAIMS_BYTES`]; none otherwise.
+fn kept_claims(claims: &Claims, snapshot: &Snapshot) -> Claims {
+    use crate::domain::claims::{ACT_CLAIM, ClaimPath, DELEGATION_CLAIM, project};
+    let mut paths: Vec<ClaimPath> = snapshot.read_paths().to_vec();
+    paths.extend(
+        ["sub", ACT_CLAIM, DELEGATION_CLAIM]
+            .into_iter()
+            .filter_map(|name| ClaimPath::parse(name).ok()),
+    );
+    let kept = project(claims, &paths);
+    let bytes = serde_json::to_vec(&kept).map_or(usize::MAX, |json| json.len());
+    if bytes <= CLAIMS_BYTES {
+        kept
+    } else {
+        Claims::new()
     }
 }
 

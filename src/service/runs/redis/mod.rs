@@ -454,6 +454,7 @@ impl RunStore for RedisRuns {
             .arg(crate::domain::run::forest::CALLS_KEPT)
             .arg(CHANNEL)
             .arg(id)
+            .arg(crate::domain::run::forest::CALLS_BYTES * 2)
             .invoke_async(&mut connection)
             .await
             .map_err(failed)?;
