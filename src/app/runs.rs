@@ -153,6 +153,30 @@ impl App {
                 field: "tool_id".to_owned(),
                 message: format!("no tool '{}' in the catalog", shown(&tool_id)),
             })?;
+        // A report moves the run only as a call of the run could have: a tool it pinned,
+        // available in its state.
+        let view = self
+            .runs
+            .live(id)
+            .await?
+            .ok_or_else(|| RunDenied::NotFound(id.to_owned()))?;
+        let refused = |message: String| RunDenied::Invalid {
+            field: "tool_id".to_owned(),
+            message,
+        };
+        if !view.pinned.contains(&tool.id) {
+            return Err(refused(format!(
+                "tool '{}' is not one of run {id}'s tools (run_pinned)",
+                shown(&tool.id)
+            )));
+        }
+        if !crate::domain::run::available_in(tool.available_in_states.as_deref(), &view.state) {
+            return Err(refused(format!(
+                "tool '{}' is not available in state '{}' of run {id} (run_state)",
+                shown(&tool.id),
+                view.state
+            )));
+        }
         let state = self
             .runs
             .report(id, tool, success)

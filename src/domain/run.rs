@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::claims::Claims;
 
-pub use budget::{Budget, BudgetError, CounterKey};
+pub use budget::{Budget, BudgetError, CounterKey, Counters};
 pub use pinned::Pinned;
 
 /// The claim a run token carries (`{"id", "root", "depth"}`), set only by the verifier on

@@ -484,6 +484,22 @@ async fn forged_edited_ended_and_foreign_run_tokens_are_refused() {
         .expect(StatusCode::OK)
         .json();
     assert_eq!(reported["state"], "draft");
+    // Only as a call of the run could: not a tool of another state.
+    let refused = gateway
+        .admin_send(
+            Method::POST,
+            &format!("/runs/{id}/calls"),
+            Some(json!({"tool_id": "api:publish", "outcome": "success"})),
+        )
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY)
+        .json();
+    assert!(
+        refused["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("run_state")),
+        "{refused}"
+    );
 
     // Ended: refused everywhere, with the reason.
     let (child, child_token) = run(&gateway, &token, json!({})).await;

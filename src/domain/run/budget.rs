@@ -62,6 +62,51 @@ impl CounterKey {
     }
 }
 
+/// The counters along a run's chain, each ready to say whether a call spends it: globs are
+/// compiled once, when the run is read, not on every call.
+#[derive(Debug, Clone, Default)]
+pub struct Counters {
+    counters: Vec<(String, CounterKey, Option<Pattern>)>,
+}
+
+impl Counters {
+    /// The counters named `names` ([`CounterKey::name`]; other names are skipped).
+    pub fn of<'a>(names: impl IntoIterator<Item = &'a str>) -> Counters {
+        let counters = names
+            .into_iter()
+            .filter_map(|name| {
+                let key = CounterKey::parse(name)?;
+                let glob = match &key {
+                    CounterKey::Tool(glob) => Some(
+                        Pattern::glob(glob, Case::Sensitive)
+                            .unwrap_or_else(|_| Pattern::literal(glob, Case::Sensitive)),
+                    ),
+                    CounterKey::Calls | CounterKey::Label(_) => None,
+                };
+                Some((name.to_owned(), key, glob))
+            })
+            .collect();
+        Counters { counters }
+    }
+
+    /// The names of the counters a call of `tool_id` carrying `labels` spends.
+    pub fn spent_by(&self, tool_id: &str, labels: &[String]) -> Vec<String> {
+        self.counters
+            .iter()
+            .filter(|(_, key, glob)| match (key, glob) {
+                (CounterKey::Tool(_), Some(glob)) => glob.is_match(tool_id),
+                (key, _) => key.applies_to(tool_id, labels),
+            })
+            .map(|(name, _, _)| name.clone())
+            .collect()
+    }
+
+    /// Every counter's name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.counters.iter().map(|(name, _, _)| name.as_str())
+    }
+}
+
 /// A budget as asked for: each counter's amount.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Budget {
@@ -237,5 +282,12 @@ mod tests {
         ] {
             assert_eq!(CounterKey::parse(&key.name()), Some(key));
         }
+        let counters = Counters::of(["calls", "per_tool.db:*", "per_label.pii", "nonsense"]);
+        assert_eq!(counters.names().count(), 3);
+        assert_eq!(
+            counters.spent_by("db:read", &[]),
+            ["calls", "per_tool.db:*"]
+        );
+        assert_eq!(counters.spent_by("x", &labels), ["calls", "per_label.pii"]);
     }
 }

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use super::Caller;
 use crate::clock::Clock;
 use crate::domain::model::Tool;
+use crate::domain::run::Budget;
 use crate::domain::run::forest::{Begun, CallLine, CallMark, CallRefusal, RunRecord};
-use crate::domain::run::{Budget, CounterKey};
 use crate::domain::snapshot::Snapshot;
 
 pub use start::{StartError, StartRequest, Started};
@@ -275,14 +275,7 @@ impl Runs {
         run: &Arc<RunView>,
         tool: &Tool,
     ) -> Result<Result<RunCall, CallRefusal>, RunStoreError> {
-        let counters: Vec<String> = run
-            .counters
-            .iter()
-            .filter(|name| {
-                CounterKey::parse(name).is_some_and(|key| key.applies_to(&tool.id, &tool.label_ids))
-            })
-            .cloned()
-            .collect();
+        let counters = run.counters.spent_by(&tool.id, &tool.label_ids);
         let states = tool.available_in_states.as_deref();
         let begun = self
             .store

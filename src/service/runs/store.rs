@@ -25,8 +25,8 @@ pub struct RunView {
     pub expires_at: i64,
     pub pinned: Pinned,
     pub pinned_revision: u64,
-    /// The counter names held along the run's chain (its own and its ancestors').
-    pub counters: Vec<String>,
+    /// The counters held along the run's chain (its own and its ancestors').
+    pub counters: crate::domain::run::Counters,
 }
 
 /// How runs are listed (`GET /admin/runs`).
@@ -111,6 +111,6 @@ pub fn view_of(record: &RunRecord, pinned: Pinned, counters: Vec<String>) -> Run
         expires_at: record.expires_at,
         pinned,
         pinned_revision: record.pinned_revision,
-        counters,
+        counters: crate::domain::run::Counters::of(counters.iter().map(String::as_str)),
     }
 }

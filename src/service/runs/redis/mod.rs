@@ -226,7 +226,7 @@ impl RunStore for RedisRuns {
         if let Some(parent) = &record.parent
             && let Some(parent) = self.view(parent, now).await?
         {
-            counters.extend(parent.counters.iter().cloned());
+            counters.extend(parent.counters.names().map(str::to_owned));
         }
         counters.sort();
         counters.dedup();
@@ -327,7 +327,7 @@ impl RunStore for RedisRuns {
             expires_at: exp,
             pinned,
             pinned_revision: meta.pinned_revision,
-            counters: meta.counters,
+            counters: crate::domain::run::Counters::of(meta.counters.iter().map(String::as_str)),
         });
         let mut views = self.views.lock().unwrap_or_else(PoisonError::into_inner);
         if views.len() >= MAX_KEPT {
