@@ -2,7 +2,8 @@
 //! started on one is acted in on the other, a transition made through one is seen by the
 //! other at once, an end through one is refused by the other, 64 callers racing a budget's last
 //! units through both spend each unit exactly once, and in random delegation trees no child
-//! ever spends more than its parent had left: every unit is accounted for.
+//! ever spends more than its parent had left: every unit is accounted for. On a Redis Cluster
+//! and behind Sentinels, runs work as on one server.
 
 use crate::support;
 
@@ -295,4 +296,45 @@ async fn on_a_redis_cluster_each_run_tree_lives_in_one_slot() {
         per_node.iter().filter(|keys| **keys > 0).count() >= 2,
         "trees spread over the masters: {per_node:?}"
     );
+}
+
+/// Behind Sentinels, runs live on the master the Sentinels name, as the cache and the bus do:
+/// started, spent, moved and ended there (a run's keys are on the master).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_sentinels_runs_live_on_the_master() {
+    use support::redis_topologies::SentinelSet;
+    let set = tokio::task::block_in_place(SentinelSet::start);
+    let dir = tempfile::tempdir().expect("dir");
+    let mut settings = super::runs::settings(dir.path());
+    settings.redis_url = Some(Secret::new(set.url()));
+    let gateway = Gateway::start_with(settings).await;
+    let (url, recorded) = recording_upstream().await;
+    setup(&gateway, &url).await;
+    let (id, token) = run(
+        &gateway,
+        &agent("sentinel"),
+        json!({"budget": {"calls": 1}}),
+    )
+    .await;
+    let (session, _) = initialize(&gateway, &token, "2025-11-25").await;
+    let moved = call_in(&gateway, &token, &session, "api.start").await;
+    assert_eq!(
+        moved["result"]["_meta"]["io.toolgate/run"]["state"], "draft",
+        "{moved}"
+    );
+    let spent = call_in(&gateway, &token, &session, "api.edit").await;
+    assert_eq!(
+        spent["result"]["_meta"]["io.toolgate/refusal"]["reason"], "run_budget",
+        "{spent}"
+    );
+    assert!(set.master.keys() > 0, "the run's keys are on the master");
+    gateway
+        .request(Method::DELETE, &format!("/runs/{id}"), Some(&token), None)
+        .await
+        .expect(StatusCode::OK);
+    gateway
+        .get("/agents/tools", &token)
+        .await
+        .expect(StatusCode::UNAUTHORIZED);
+    assert_eq!(recorded.names(), ["start"]);
 }
