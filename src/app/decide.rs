@@ -4,25 +4,69 @@
 //! one more, before any is made; whose claims a caller may have evaluated, and whether answers
 //! carry their reasons, are the read rules'.
 
+use std::collections::HashMap;
+
 use super::App;
 use crate::domain::claims::Claims;
+use crate::domain::run::{Counters, Pinned};
 use crate::service::Caller;
 use crate::service::Refusal;
 use crate::service::decisions::{Answer, Found, Plan, Question, Scope, Search, Semantic};
 use crate::service::limits::{Limited, RouteClass};
 use crate::service::read::{self, Subject};
+use crate::service::runs::RunView;
 
 /// A decision request of one caller, admitted (its arrival paid for).
 pub struct DecisionDesk<'a> {
     app: &'a App,
     caller: &'a Caller,
+    /// For a run token: the tools its decisions may permit (the pinned set, less those that
+    /// would spend a counter with nothing left) and the run's state.
+    run: Option<(Pinned, String)>,
 }
 
 impl App {
-    /// Admits a decision request of `caller`: one request from its `decisions` budget.
-    pub fn decisions<'a>(&'a self, caller: &'a Caller) -> Result<DecisionDesk<'a>, Limited> {
+    /// Admits a decision request of `caller`: one request from its `decisions` budget. A run
+    /// token's decisions are its run's, read now.
+    pub async fn decisions<'a>(&'a self, caller: &'a Caller) -> Result<DecisionDesk<'a>, Limited> {
         self.limits.charge(RouteClass::Decisions, caller)?;
-        Ok(DecisionDesk { app: self, caller })
+        let run = match caller.run() {
+            None => None,
+            Some(run) => Some((self.decidable(run).await, run.state.clone())),
+        };
+        Ok(DecisionDesk {
+            app: self,
+            caller,
+            run,
+        })
+    }
+
+    /// The tools of `run` a decision may permit: its pinned set, less the tools a call of
+    /// which would be refused `run_budget` now. Nothing when the run store does not answer.
+    async fn decidable(&self, run: &RunView) -> Pinned {
+        let exhausted = match self.runs.store().exhausted(&run.id).await {
+            Ok(exhausted) => exhausted,
+            Err(error) => {
+                tracing::warn!(%error, "a run's budget could not be read; its decisions deny");
+                return Pinned::new([]);
+            }
+        };
+        if exhausted.is_empty() {
+            return run.pinned.clone();
+        }
+        let spent = Counters::of(exhausted.iter().map(String::as_str));
+        let snapshot = self.catalog.snapshot();
+        let labels: HashMap<&str, &[String]> = snapshot
+            .catalog()
+            .tools
+            .iter()
+            .map(|tool| (tool.id.as_str(), tool.label_ids.as_slice()))
+            .collect();
+        Pinned::new(run.pinned.ids().filter(|id| {
+            spent
+                .spent_by(id, labels.get(id).copied().unwrap_or_default())
+                .is_empty()
+        }))
     }
 }
 
@@ -44,10 +88,13 @@ impl<'a> DecisionDesk<'a> {
         // A run token's decisions are its run's: within its pinned set, in its state.
         let scopes: Vec<Scope>;
         let in_run: Vec<Question<'_>>;
-        let questions = match self.caller.run() {
+        let questions = match &self.run {
             None => questions,
-            Some(run) => {
-                scopes = questions.iter().map(|q| q.scope.in_run(run)).collect();
+            Some((pinned, state)) => {
+                scopes = questions
+                    .iter()
+                    .map(|q| q.scope.in_run(pinned, state))
+                    .collect();
                 in_run = questions
                     .iter()
                     .zip(&scopes)
@@ -74,10 +121,10 @@ impl<'a> DecisionDesk<'a> {
         let snapshot = self.app.catalog.snapshot();
         let scope;
         let in_run;
-        let search = match self.caller.run() {
+        let search = match &self.run {
             None => search,
-            Some(run) => {
-                scope = search.scope.in_run(run);
+            Some((pinned, state)) => {
+                scope = search.scope.in_run(pinned, state);
                 in_run = Search {
                     scope: &scope,
                     ..*search

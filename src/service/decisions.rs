@@ -101,13 +101,13 @@ impl Scope {
         }
     }
 
-    /// This scope for a caller acting in `run`: within its pinned set, in its state (which
-    /// replaces any `context.state` asked for).
-    pub fn in_run(&self, run: &crate::service::runs::RunView) -> Scope {
+    /// This scope for a caller acting in a run: within `pinned`, in `state` (which replaces
+    /// any `context.state` asked for).
+    pub fn in_run(&self, pinned: &crate::domain::run::Pinned, state: &str) -> Scope {
         Scope {
-            state: Some(run.state.clone()),
+            state: Some(state.to_owned()),
             groups: self.groups.clone(),
-            pinned: Some(run.pinned.clone()),
+            pinned: Some(pinned.clone()),
         }
     }
 }

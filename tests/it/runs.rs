@@ -821,7 +821,7 @@ async fn a_transition_tells_that_runs_streams_and_no_one_else() {
 }
 
 /// An AuthZEN evaluation of calling `tool` by `token`.
-async fn decision(gateway: &Gateway, token: &str, tool: &str, context: Value) -> bool {
+pub(crate) async fn decision(gateway: &Gateway, token: &str, tool: &str, context: Value) -> bool {
     let body = json!({"action": {"name": "call"}, "resource": {"type": "tool", "id": tool},
                       "context": context});
     gateway
@@ -888,6 +888,24 @@ async fn authzen_decides_a_run_tokens_calls_with_its_run() {
         "now in draft"
     );
     assert!(!decision(&gateway, &token, "api:start", json!({})).await);
+    // A spent budget: nothing it counts is permitted any more.
+    let (_, budgeted) = run(
+        &gateway,
+        &agent,
+        json!({"budget": {"calls": 5, "per_tool": {"api:fr*": 1}}}),
+    )
+    .await;
+    assert!(decision(&gateway, &budgeted, "api:free", json!({})).await);
+    let (session, _) = initialize(&gateway, &budgeted, "2025-11-25").await;
+    call_in(&gateway, &budgeted, &session, "api.free").await;
+    assert!(
+        !decision(&gateway, &budgeted, "api:free", json!({})).await,
+        "run_budget"
+    );
+    assert!(
+        decision(&gateway, &budgeted, "api:start", json!({})).await,
+        "another counter"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

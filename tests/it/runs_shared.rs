@@ -151,6 +151,10 @@ async fn callers_racing_the_last_units_through_both_instances_spend_each_once() 
     assert_eq!(forwarded, 10);
     assert_eq!(pair.recorded.total.load(Ordering::SeqCst), 10);
     assert_eq!(status(&pair.b, &token, &id).await["budget"]["calls"], 0);
+    // Decisions on either instance see the budget spent.
+    for gateway in [&pair.a, &pair.b] {
+        assert!(!super::runs::decision(gateway, &token, "api:free", json!({})).await);
+    }
 }
 
 /// A small deterministic generator (the trees are random, and the same on every run).

@@ -261,8 +261,25 @@ impl Forest {
         self.runs.get_mut(id)?.budget.get_mut(name)
     }
 
-    /// The counter names of `id`'s tree (its own and its ancestors') that a call of a tool
-    /// spends, given which keys apply to it (`applies`).
+    /// The counters of `id`'s chain that have nothing left where they are held: a call that
+    /// spends one of them would be refused (`run_budget`).
+    pub fn exhausted(&self, id: &str) -> Vec<String> {
+        let Some(run) = self.runs.get(id) else {
+            return Vec::new();
+        };
+        let mut chain = vec![id.to_owned()];
+        chain.extend(run.ancestors.iter().cloned());
+        self.keys_in_chain(id)
+            .into_iter()
+            .filter(|name| {
+                self.owner(&chain, name)
+                    .and_then(|owner| self.runs.get(&owner)?.budget.get(name))
+                    .is_some_and(|counter| counter.left == 0)
+            })
+            .collect()
+    }
+
+    /// The counter names of `id`'s chain (its own and its ancestors').
     pub fn keys_in_chain(&self, id: &str) -> Vec<String> {
         let Some(run) = self.runs.get(id) else {
             return Vec::new();

@@ -239,6 +239,10 @@ impl RunStore for MemoryRuns {
         Ok(begun)
     }
 
+    async fn exhausted(&self, id: &str) -> Result<Vec<String>, RunStoreError> {
+        Ok(self.lock().forest.exhausted(id))
+    }
+
     async fn give_back(&self, spent: &[(String, String)]) -> Result<(), RunStoreError> {
         let mut inner = self.lock();
         inner.forest.give_back(spent);

@@ -64,6 +64,9 @@ pub trait RunStore: Send + Sync {
         counters: &[String],
     ) -> Result<Result<Begun, CallRefusal>, RunStoreError>;
 
+    /// The counters of run `id`'s chain with nothing left where they are held.
+    async fn exhausted(&self, id: &str) -> Result<Vec<String>, RunStoreError>;
+
     /// Gives back what a begun call spent when it was not forwarded after all.
     async fn give_back(&self, spent: &[(String, String)]) -> Result<(), RunStoreError>;
 

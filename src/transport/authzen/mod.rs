@@ -85,7 +85,7 @@ async fn evaluation(
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let desk = state.app.decisions(&agent)?;
+    let desk = state.app.decisions(&agent).await?;
     let parts = request::single(&body)?;
     let (answer, revision) = decide_one(&state, &desk, &parts, EVALUATION_LABEL, started)?;
     let status = match state.http.authz_deny_status {
@@ -122,7 +122,7 @@ async fn evaluations(
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let desk = state.app.decisions(&agent)?;
+    let desk = state.app.decisions(&agent).await?;
     let batch = request::batch(&body)?;
     if batch.items.is_empty() {
         let (answer, revision) =
@@ -171,7 +171,7 @@ async fn search_resource(
     JsonValue(body): JsonValue,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let desk = state.app.decisions(&agent)?;
+    let desk = state.app.decisions(&agent).await?;
     let search = request::search(&body)?;
     let key = page::request_key(&body, agent.sub());
     let after = search

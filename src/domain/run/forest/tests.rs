@@ -93,6 +93,11 @@ fn absent_keys_spend_the_ancestors_counter_and_a_refusal_spends_nothing() {
         })
     );
     assert_eq!(left(&forest, "child", "per_tool.db:*"), 1, "all or nothing");
+    assert_eq!(
+        forest.exhausted("child"),
+        ["calls"],
+        "held by the root, spent"
+    );
 }
 
 #[test]

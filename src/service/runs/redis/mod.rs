@@ -405,6 +405,34 @@ impl RunStore for RedisRuns {
         })
     }
 
+    async fn exhausted(&self, id: &str) -> Result<Vec<String>, RunStoreError> {
+        // Any time: the run's chain is what is asked, whether or not it is live now.
+        let Some(view) = self.view(id, i64::MIN).await? else {
+            return Ok(Vec::new());
+        };
+        // The chain's hashes in one pipeline (one slot: they share the root's hash tag).
+        let prefix = prefix(&view.root);
+        let mut pipe = redis::pipe();
+        for run in std::iter::once(id).chain(view.ancestors.iter().map(String::as_str)) {
+            pipe.hgetall(format!("{prefix}{run}"));
+        }
+        let mut connection = self.link.commands();
+        let chain: Vec<HashMap<String, String>> =
+            pipe.query_async(&mut connection).await.map_err(failed)?;
+        Ok(view
+            .counters
+            .names()
+            .filter(|name| {
+                let field = format!("c:{name}");
+                chain
+                    .iter()
+                    .find_map(|fields| fields.get(&field))
+                    .is_some_and(|left| left.parse::<i64>().map_or(true, |left| left <= 0))
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
     async fn give_back(&self, spent: &[(String, String)]) -> Result<(), RunStoreError> {
         let Some((owner, _)) = spent.first() else {
             return Ok(());
