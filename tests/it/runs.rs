@@ -685,6 +685,32 @@ async fn depth_is_computed_so_sub_agents_lose_spawn_agents_out_of_the_box() {
             .await
             .contains(&"api:spawn_agents".to_owned())
     );
+    // A run token is not exchanged: the delegated token would act in no run.
+    let form = serde_urlencoded::to_string([
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        ("subject_token", root.as_str()),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ),
+        ("scope", "group:g-all"),
+    ])
+    .expect("form");
+    let refused = gateway
+        .client
+        .post(format!("{}/oauth/token", gateway.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let refused: Value =
+        serde_json::from_slice(&refused.bytes().await.expect("a body")).expect("json");
+    assert_eq!(refused["error"], "invalid_request", "{refused}");
     // Depth 2 is the default maximum: a grandchild run is allowed, its child is not.
     let (_, grandchild) = run(&gateway, &child, json!({})).await;
     let (code, body) = start(&gateway, &grandchild, json!({})).await;
