@@ -260,7 +260,12 @@ impl RunStore for MemoryRuns {
     ) -> Result<Option<String>, RunStoreError> {
         let mut inner = self.lock();
         let state = inner.forest.finish(id, now, line, next);
-        inner.touch([id.to_owned()]);
+        // The view holds the state only: made again after a transition, not after every call.
+        if next.is_some() {
+            inner.touch([id.to_owned()]);
+        } else {
+            inner.dirty.insert(id.to_owned());
+        }
         Ok(state)
     }
 
