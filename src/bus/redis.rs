@@ -12,22 +12,17 @@
 //! them; this instance's own followers hear it at once, locally.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::StreamExt;
 use redis::AsyncCommands;
 use tokio::sync::{Notify, watch};
 use tracing::Instrument as _;
 
 use super::local::announce;
 use super::{CatalogChange, ChangeBus, Heard};
-use crate::redis_link::RedisLink;
+use crate::redis_link::{Listening, RedisLink};
 
 /// The pub/sub channel of catalog changes.
 pub const CHANNEL: &str = "toolgate:changes";
-
-/// First and longest pause between attempts to reconnect the listener.
-const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
 /// A [`ChangeBus`] over Redis pub/sub.
 pub struct RedisBus {
@@ -90,48 +85,25 @@ impl ChangeBus for RedisBus {
     }
 }
 
-/// Listens on [`CHANNEL`] until `stop`, reconnecting with backoff.
+/// Listens on [`CHANNEL`] until `stop`: every (re)connection counted in [`Heard::connections`],
+/// every announcement heard.
 async fn listen(link: Arc<RedisLink>, heard: watch::Sender<Heard>, stop: Arc<Notify>) {
-    let mut backoff = BACKOFF.0;
-    loop {
-        let connected = tokio::select! {
-            connected = subscribed(&link) => connected,
-            () = stop.notified() => return,
-        };
-        match connected {
-            Ok(mut pubsub) => {
-                backoff = BACKOFF.0;
-                link.health().mark_up();
-                heard.send_modify(|heard| heard.connections += 1);
-                let mut messages = pubsub.on_message();
-                loop {
-                    let message = tokio::select! {
-                        message = messages.next() => message,
-                        () = stop.notified() => return,
-                    };
-                    let Some(message) = message else { break };
-                    match serde_json::from_slice::<CatalogChange>(message.get_payload_bytes()) {
-                        Ok(change) => announce(&heard, change.revision),
-                        Err(error) => {
-                            tracing::warn!(%error, "ignoring a malformed message on {CHANNEL}")
-                        }
-                    }
-                }
-                link.health()
-                    .mark_down("the pub/sub connection to Redis was lost");
+    let on_connect = heard.clone();
+    crate::redis_link::listen(
+        link,
+        CHANNEL,
+        stop,
+        move || {
+            on_connect.send_modify(|heard| heard.connections += 1);
+            Listening::Go
+        },
+        move |payload| {
+            match serde_json::from_slice::<CatalogChange>(payload) {
+                Ok(change) => announce(&heard, change.revision),
+                Err(error) => tracing::warn!(%error, "ignoring a malformed message on {CHANNEL}"),
             }
-            Err(error) => link.health().mark_down(&error.to_string()),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = stop.notified() => return,
-        }
-        backoff = (backoff * 2).min(BACKOFF.1);
-    }
-}
-
-async fn subscribed(link: &RedisLink) -> Result<redis::aio::PubSub, redis::RedisError> {
-    let mut pubsub = link.pubsub().await?;
-    pubsub.subscribe(CHANNEL).await?;
-    Ok(pubsub)
+            Listening::Go
+        },
+    )
+    .await;
 }

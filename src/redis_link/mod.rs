@@ -15,6 +15,7 @@
 
 mod commands;
 mod health;
+mod listen;
 pub mod sentinel;
 mod target;
 
@@ -27,6 +28,7 @@ use redis::{Client, RedisConnectionInfo, RedisError};
 
 pub use commands::Commands;
 pub use health::RedisHealth;
+pub use listen::{Listening, listen};
 pub use target::Target;
 
 use commands::LazyCluster;

@@ -1,55 +1,40 @@
 //! Hearing other instances' changes: the ids the scripts publish on [`super::CHANNEL`].
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Weak};
 
-use futures_util::StreamExt;
 use tokio::sync::Notify;
 
 use super::{CHANNEL, RedisRuns};
+use crate::redis_link::{Listening, RedisLink};
 
-/// Forgets the views of the runs other instances announce until `stop`; every view on each
-/// (re)connection (announcements may have been missed meanwhile).
-pub(super) async fn listen(runs: std::sync::Weak<RedisRuns>, stop: Arc<Notify>) {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        let Some(link) = runs.upgrade().map(|runs| Arc::clone(&runs.link)) else {
-            return;
-        };
-        let connected = tokio::select! {
-            connected = async {
-                let mut pubsub = link.pubsub().await?;
-                pubsub.subscribe(CHANNEL).await?;
-                Ok::<_, redis::RedisError>(pubsub)
-            } => connected,
-            () = stop.notified() => return,
-        };
-        drop(link);
-        if let Ok(mut pubsub) = connected {
-            backoff = Duration::from_millis(100);
-            if let Some(runs) = runs.upgrade() {
+/// Forgets the views of the runs other instances announce, and tells the runs' streams, until
+/// `stop` or the runs are dropped; every view on each (re)connection (announcements may have
+/// been missed meanwhile).
+pub(super) async fn listen(link: Arc<RedisLink>, runs: Weak<RedisRuns>, stop: Arc<Notify>) {
+    let on_connect = runs.clone();
+    crate::redis_link::listen(
+        link,
+        CHANNEL,
+        stop,
+        move || match on_connect.upgrade() {
+            Some(runs) => {
                 runs.forget_all();
+                Listening::Go
             }
-            let mut messages = pubsub.on_message();
-            loop {
-                let message = tokio::select! {
-                    message = messages.next() => message,
-                    () = stop.notified() => return,
-                };
-                let Some(message) = message else { break };
-                let Some(runs) = runs.upgrade() else { return };
-                let text = String::from_utf8_lossy(message.get_payload_bytes()).into_owned();
-                let ids: Vec<String> = text.split(' ').map(str::to_owned).collect();
-                runs.forget(&ids);
-                if let Some(changed) = runs.changed.get() {
-                    let _ = changed.send(ids);
-                }
+            None => Listening::Stop,
+        },
+        move |payload| {
+            let Some(runs) = runs.upgrade() else {
+                return Listening::Stop;
+            };
+            let text = String::from_utf8_lossy(payload);
+            let ids: Vec<String> = text.split(' ').map(str::to_owned).collect();
+            runs.forget(&ids);
+            if let Some(changed) = runs.changed.get() {
+                let _ = changed.send(ids);
             }
-        }
-        tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
-            () = stop.notified() => return,
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
+            Listening::Go
+        },
+    )
+    .await;
 }

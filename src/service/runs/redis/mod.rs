@@ -110,6 +110,7 @@ impl RedisRuns {
             changed: std::sync::OnceLock::new(),
         });
         tokio::spawn(listen::listen(
+            Arc::clone(&runs.link),
             Arc::downgrade(&runs),
             Arc::clone(&runs.stop),
         ));
